@@ -1,0 +1,370 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Rule is a semantic rule beyond the CUE schema: a stable ID and a one-line
+// reason in the lab's words.
+type Rule struct {
+	ID     string
+	Reason string
+}
+
+// The rules Check applies. IDs are stable: reports and suppressions name them.
+var (
+	RuleUnknownReference = Rule{"unknown-reference",
+		"a name must refer to a card, queue, priority or lock the policy defines"}
+	RuleDefaultPriority = Rule{"default-priority",
+		"exactly one priority is the default, the one a GPU step gets when it names none"}
+	RuleDuplicatePriority = Rule{"duplicate-priority-value",
+		"two rungs with one value are one rung: Kueue cannot order them"}
+	RuleLimitWithoutCohort = Rule{"limit-without-cohort",
+		"borrowingLimit and lendingLimit only mean something inside a cohort (Kueue rejects them without cohortName)"}
+	RuleLendingOverNominal = Rule{"lending-over-nominal",
+		"a queue cannot lend more than its nominalQuota (Kueue validation)"}
+	RuleLockCycle = Rule{"lock-order-cycle",
+		"a cycle in the lock order lets two jobs each hold the lock the other waits for"}
+	RuleLockOrder = Rule{"lock-order",
+		"a template takes its locks in the policy's acquisition order (the cache lock before the main lock)"}
+	RuleSharesOverCard = Rule{"shares-over-card",
+		"a pod that asks more shares than the card has can never be scheduled"}
+	RuleUnitsMixed = Rule{"units-mixed",
+		"GPU-memory quantities use one form: a plain 1024 and \"1024Mi\" differ by a factor of 1,048,576 once they reach Kubernetes"}
+	RuleQueueLacksFlavor = Rule{"queue-lacks-card",
+		"a template or service can only be admitted by a queue that has quota for its card"}
+	RuleNoLocalQueue = Rule{"no-local-queue",
+		"a template or service runs in a namespace where its queue has a LocalQueue"}
+	RuleDuplicateLock = Rule{"duplicate-lock",
+		"a template takes each lock once"}
+)
+
+// Rules lists every rule Check applies, for --help and documentation.
+var Rules = []Rule{
+	RuleUnknownReference, RuleDefaultPriority, RuleDuplicatePriority,
+	RuleLimitWithoutCohort, RuleLendingOverNominal, RuleLockCycle, RuleLockOrder,
+	RuleDuplicateLock, RuleSharesOverCard, RuleUnitsMixed, RuleQueueLacksFlavor, RuleNoLocalQueue,
+}
+
+// Check applies the semantic rules and returns every violation, sorted by
+// position. An empty result means the policy is consistent.
+func (p *Policy) Check() Diagnostics {
+	c := checker{p: p}
+	c.references()
+	c.priorities()
+	c.quotas()
+	c.locks()
+	c.shares()
+	c.units()
+	c.ds.sort()
+	return c.ds
+}
+
+type checker struct {
+	p  *Policy
+	ds Diagnostics
+}
+
+func (c *checker) add(r Rule, path []string, format string, args ...any) {
+	c.ds = append(c.ds, Diagnostic{
+		Pos:     c.p.Pos(path...),
+		Rule:    r.ID,
+		Message: fmt.Sprintf(format, args...),
+	})
+}
+
+func (c *checker) ref(kind string, name string, known bool, path ...string) bool {
+	if !known {
+		c.add(RuleUnknownReference, path, "%s names %s %q, which the policy does not define", PathString(path...), kind, name)
+	}
+	return known
+}
+
+func (c *checker) references() {
+	p := c.p
+	for _, n := range p.ServiceNames() {
+		s := p.Services[n]
+		_, okQ := p.Queues[s.Queue]
+		_, okC := p.Cards[s.Card]
+		c.ref("queue", s.Queue, okQ, "services", n, "queue")
+		c.ref("card", s.Card, okC, "services", n, "card")
+		_, okP := p.Priorities[s.Priority]
+		c.ref("priority", s.Priority, okP, "services", n, "priority")
+		if okQ && okC {
+			c.queueServes(s.Queue, s.Card, s.Namespace, "services", n)
+		}
+	}
+	for _, n := range p.TemplateNames() {
+		t := p.Templates[n]
+		_, okQ := p.Queues[t.Queue]
+		_, okC := p.Cards[t.Card]
+		c.ref("queue", t.Queue, okQ, "templates", n, "queue")
+		c.ref("card", t.Card, okC, "templates", n, "card")
+		if t.Priority != "" {
+			_, ok := p.Priorities[t.Priority]
+			c.ref("priority", t.Priority, ok, "templates", n, "priority")
+		}
+		for i, l := range t.Locks {
+			_, ok := p.Locks[l]
+			c.ref("lock", l, ok, "templates", n, "locks", fmt.Sprint(i))
+		}
+		if t.CacheFree != nil {
+			for i, l := range t.CacheFree.Locks {
+				_, ok := p.Locks[l]
+				c.ref("lock", l, ok, "templates", n, "cacheFree", "locks", fmt.Sprint(i))
+			}
+		}
+		if okQ && okC {
+			c.queueServes(t.Queue, t.Card, t.Namespace, "templates", n)
+		}
+	}
+	for _, n := range p.QueueNames() {
+		q := p.Queues[n]
+		for _, f := range q.FlavorNames() {
+			_, ok := p.Cards[f]
+			c.ref("card", f, ok, "queues", n, "flavors", f)
+		}
+		if th := q.Preemption.MaxPriorityThreshold; th != "" {
+			_, ok := p.Priorities[th]
+			c.ref("priority", th, ok, "queues", n, "preemption", "borrowWithinCohort", "maxPriorityThreshold")
+		}
+	}
+	for _, n := range p.LockNames() {
+		for i, b := range p.Locks[n].TakenBefore {
+			_, ok := p.Locks[b]
+			c.ref("lock", b, ok, "locks", n, "takenBefore", fmt.Sprint(i))
+		}
+	}
+}
+
+// queueServes checks that a queue has quota for the card and a LocalQueue in
+// the namespace of whoever submits to it.
+func (c *checker) queueServes(queue, card, ns string, path ...string) {
+	q := c.p.Queues[queue]
+	if _, ok := q.Flavors[card]; !ok {
+		c.add(RuleQueueLacksFlavor, append(path, "card"), "%s runs on card %q, but queue %q has no quota for it",
+			PathString(path...), card, queue)
+	}
+	for _, n := range q.Namespaces {
+		if n == ns {
+			return
+		}
+	}
+	c.add(RuleNoLocalQueue, append(path, "namespace"), "%s runs in namespace %q, but queue %q has LocalQueues only in %s",
+		PathString(path...), ns, queue, strings.Join(q.Namespaces, ", "))
+}
+
+func (c *checker) priorities() {
+	var defaults []string
+	byValue := map[int32][]string{}
+	for _, pr := range c.p.Ladder() {
+		if pr.Default {
+			defaults = append(defaults, pr.Name)
+		}
+		byValue[pr.Value] = append(byValue[pr.Value], pr.Name)
+	}
+	switch {
+	case len(defaults) == 0:
+		c.add(RuleDefaultPriority, []string{"priorities"}, "no priority is the default; mark exactly one with default: true")
+	case len(defaults) > 1:
+		for _, d := range defaults {
+			c.add(RuleDefaultPriority, []string{"priorities", d, "default"},
+				"priorities %s are all marked default; exactly one may be", strings.Join(defaults, ", "))
+		}
+	}
+	for v, names := range byValue {
+		if len(names) > 1 {
+			sort.Strings(names)
+			c.add(RuleDuplicatePriority, []string{"priorities", names[1], "value"},
+				"priorities %s share the value %d", strings.Join(names, " and "), v)
+		}
+	}
+}
+
+func (c *checker) quotas() {
+	for _, n := range c.p.QueueNames() {
+		q := c.p.Queues[n]
+		for _, f := range q.FlavorNames() {
+			fq := q.Flavors[f]
+			for _, k := range Kinds {
+				quota := fq.Get(k)
+				field := fieldOf(k)
+				path := []string{"queues", n, "flavors", f, field}
+				if q.Cohort == "" && quota.BorrowingLimit != nil {
+					c.add(RuleLimitWithoutCohort, append(path, "borrowingLimit"),
+						"queue %q sets a %s borrowingLimit but has no cohort to borrow from", n, k)
+				}
+				if q.Cohort == "" && quota.LendingLimit != nil {
+					c.add(RuleLimitWithoutCohort, append(path, "lendingLimit"),
+						"queue %q sets a %s lendingLimit but has no cohort to lend to", n, k)
+				}
+				if quota.LendingLimit != nil && *quota.LendingLimit > quota.Nominal {
+					c.add(RuleLendingOverNominal, append(path, "lendingLimit"),
+						"queue %q lends %s of %s but owns only %s", n,
+						FormatAmount(k, *quota.LendingLimit), k, FormatAmount(k, quota.Nominal))
+				}
+			}
+		}
+	}
+}
+
+func fieldOf(k Kind) string {
+	switch k {
+	case Shares:
+		return "shares"
+	case HostMemory:
+		return "hostMemory"
+	default:
+		return "gpuMemory"
+	}
+}
+
+// LockOrder returns the locks in a topological order of takenBefore (ties by
+// name), or the locks on a cycle if there is one.
+func (p *Policy) LockOrder() (order []string, cycle []string) {
+	state := map[string]int{} // 0 new, 1 on stack, 2 done
+	var stack []string
+	var post []string
+	var visit func(n string) bool
+	visit = func(n string) bool {
+		state[n] = 1
+		stack = append(stack, n)
+		next := append([]string(nil), p.Locks[n].TakenBefore...)
+		sort.Strings(next)
+		for _, m := range next {
+			if _, ok := p.Locks[m]; !ok {
+				continue
+			}
+			switch state[m] {
+			case 1:
+				for i, s := range stack {
+					if s == m {
+						cycle = append(append([]string(nil), stack[i:]...), m)
+					}
+				}
+				return false
+			case 0:
+				if !visit(m) {
+					return false
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[n] = 2
+		post = append(post, n)
+		return true
+	}
+	for _, n := range p.LockNames() {
+		if state[n] == 0 && !visit(n) {
+			return nil, cycle
+		}
+	}
+	for i := len(post) - 1; i >= 0; i-- {
+		order = append(order, post[i])
+	}
+	return order, nil
+}
+
+func (c *checker) locks() {
+	p := c.p
+	if _, cycle := p.LockOrder(); cycle != nil {
+		c.add(RuleLockCycle, []string{"locks", cycle[0], "takenBefore"},
+			"the lock order has a cycle: %s", strings.Join(cycle, " → "))
+		return
+	}
+	// before[a][b]: a must be taken before b (transitively).
+	before := func(a, b string) bool {
+		seen := map[string]bool{}
+		var walk func(string) bool
+		walk = func(x string) bool {
+			for _, y := range p.Locks[x].TakenBefore {
+				if y == b {
+					return true
+				}
+				if !seen[y] {
+					seen[y] = true
+					if walk(y) {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		return walk(a)
+	}
+	check := func(locks []string, path ...string) {
+		seen := map[string]bool{}
+		for i, l := range locks {
+			if seen[l] {
+				c.add(RuleDuplicateLock, append(path, fmt.Sprint(i)), "%s takes lock %q twice", PathString(path...), l)
+			}
+			seen[l] = true
+			for _, later := range locks[i+1:] {
+				if before(later, l) {
+					c.add(RuleLockOrder, append(path, fmt.Sprint(i)),
+						"%s takes %q before %q, but the policy orders %q first", PathString(path...), l, later, later)
+				}
+			}
+		}
+	}
+	for _, n := range p.TemplateNames() {
+		t := p.Templates[n]
+		check(t.Locks, "templates", n, "locks")
+		if t.CacheFree != nil {
+			check(t.CacheFree.Locks, "templates", n, "cacheFree", "locks")
+		}
+	}
+}
+
+func (c *checker) shares() {
+	p := c.p
+	for _, n := range p.ServiceNames() {
+		s := p.Services[n]
+		if card, ok := p.Cards[s.Card]; ok && s.Request.Shares > card.Shares {
+			c.add(RuleSharesOverCard, []string{"services", n, "shares"},
+				"service %q asks %d shares, but card %q has %d", n, s.Request.Shares, s.Card, card.Shares)
+		}
+	}
+	for _, n := range p.TemplateNames() {
+		t := p.Templates[n]
+		if card, ok := p.Cards[t.Card]; ok && t.Request.Shares > card.Shares {
+			c.add(RuleSharesOverCard, []string{"templates", n, "shares"},
+				"template %q asks %d shares, but card %q has %d", n, t.Request.Shares, t.Card, card.Shares)
+		}
+	}
+}
+
+// UnitsMixed reports whether the policy writes GPU memory both as plain
+// integers and with the Mi suffix; plain and suffixed list the fields of each
+// form.
+func (p *Policy) UnitsMixed() (plain, suffixed []QuantityForm) {
+	for _, f := range p.GPUMemoryForms {
+		if f.Suffixed {
+			suffixed = append(suffixed, f)
+		} else {
+			plain = append(plain, f)
+		}
+	}
+	if len(plain) == 0 || len(suffixed) == 0 {
+		return nil, nil
+	}
+	return plain, suffixed
+}
+
+func (c *checker) units() {
+	plain, suffixed := c.p.UnitsMixed()
+	if plain == nil {
+		return
+	}
+	// Report the minority form, each at its own position.
+	minority, majority, how := suffixed, plain, "with the Mi suffix"
+	if len(plain) < len(suffixed) {
+		minority, majority, how = plain, suffixed, "as a plain integer"
+	}
+	for _, f := range minority {
+		c.add(RuleUnitsMixed, f.Path, "%s is written %s while %d other GPU-memory quantities (e.g. %s) use the other form",
+			PathString(f.Path...), how, len(majority), PathString(majority[0].Path...))
+	}
+}

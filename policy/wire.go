@@ -1,0 +1,299 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The wire types mirror the CUE schema's JSON; model() turns them into the
+// typed model. Keep them in step with schema/policy.cue (the decoder rejects
+// unknown fields, so a drift between the two fails loudly in tests).
+
+type wirePolicy struct {
+	Name                string `json:"name"`
+	DeclarationResource string `json:"declarationResource"`
+	Defaults            struct {
+		GPUMemory gpuMem `json:"gpuMemory"`
+	} `json:"defaults"`
+	Cards      map[string]wireCard     `json:"cards"`
+	Services   map[string]wireService  `json:"services"`
+	Queues     map[string]wireQueue    `json:"queues"`
+	Priorities map[string]Priority     `json:"priorities"`
+	Locks      map[string]wireLock     `json:"locks"`
+	Templates  map[string]wireTemplate `json:"templates"`
+	Argo       struct {
+		SemaphoreConfigMap string `json:"semaphoreConfigMap"`
+	} `json:"argo"`
+	DevicePlugin struct {
+		Namespace       string `json:"namespace"`
+		ConfigMap       string `json:"configMap"`
+		RenameByDefault bool   `json:"renameByDefault"`
+	} `json:"devicePlugin"`
+}
+
+type wireCard struct {
+	Model      string            `json:"model"`
+	MemoryMiB  int64             `json:"memoryMiB"`
+	Shares     int64             `json:"shares"`
+	NodeLabels map[string]string `json:"nodeLabels"`
+}
+
+type wireService struct {
+	Mode                 string  `json:"mode"`
+	IdleScaleDownSeconds int64   `json:"idleScaleDownSeconds"`
+	Namespace            string  `json:"namespace"`
+	Queue                string  `json:"queue"`
+	Priority             string  `json:"priority"`
+	Card                 string  `json:"card"`
+	Shares               int64   `json:"shares"`
+	HostMemory           hostMem `json:"hostMemory"`
+	GPUMemory            gpuMem  `json:"gpuMemory"`
+	Description          string  `json:"description"`
+}
+
+type wireQueue struct {
+	Cohort     string                `json:"cohort"`
+	Namespaces []string              `json:"namespaces"`
+	LocalQueue string                `json:"localQueue"`
+	Flavors    map[string]wireFlavor `json:"flavors"`
+	Preemption wirePreemption        `json:"preemption"`
+}
+
+type wireFlavor struct {
+	Shares struct {
+		NominalQuota   int64  `json:"nominalQuota"`
+		BorrowingLimit *int64 `json:"borrowingLimit"`
+		LendingLimit   *int64 `json:"lendingLimit"`
+	} `json:"shares"`
+	HostMemory struct {
+		NominalQuota   hostMem  `json:"nominalQuota"`
+		BorrowingLimit *hostMem `json:"borrowingLimit"`
+		LendingLimit   *hostMem `json:"lendingLimit"`
+	} `json:"hostMemory"`
+	GPUMemory struct {
+		NominalQuota   gpuMem  `json:"nominalQuota"`
+		BorrowingLimit *gpuMem `json:"borrowingLimit"`
+		LendingLimit   *gpuMem `json:"lendingLimit"`
+	} `json:"gpuMemory"`
+}
+
+type wirePreemption struct {
+	WithinClusterQueue  string `json:"withinClusterQueue"`
+	ReclaimWithinCohort string `json:"reclaimWithinCohort"`
+	BorrowWithinCohort  struct {
+		Policy               string `json:"policy"`
+		MaxPriorityThreshold string `json:"maxPriorityThreshold"`
+	} `json:"borrowWithinCohort"`
+}
+
+type wireLock struct {
+	Size        int64    `json:"size"`
+	TakenBefore []string `json:"takenBefore"`
+	Description string   `json:"description"`
+}
+
+type wireTemplate struct {
+	Namespace        string   `json:"namespace"`
+	Queue            string   `json:"queue"`
+	Card             string   `json:"card"`
+	Priority         string   `json:"priority"`
+	Locks            []string `json:"locks"`
+	Image            string   `json:"image"`
+	Command          []string `json:"command"`
+	Shares           int64    `json:"shares"`
+	HostMemory       hostMem  `json:"hostMemory"`
+	GPUMemory        gpuMem   `json:"gpuMemory"`
+	TimeLimitSeconds int64    `json:"timeLimitSeconds"`
+	ModelCache       *struct {
+		Claim     string `json:"claim"`
+		MountPath string `json:"mountPath"`
+		ReadOnly  bool   `json:"readOnly"`
+	} `json:"modelCache"`
+	CacheFree *struct {
+		Name  string   `json:"name"`
+		Locks []string `json:"locks"`
+	} `json:"cacheFree"`
+}
+
+// gpuMem is a GPU-memory quantity: a plain integer (MiB) or "NMi".
+type gpuMem struct {
+	MiB      int64
+	Suffixed bool
+}
+
+func (g *gpuMem) UnmarshalJSON(b []byte) error {
+	var n int64
+	if err := json.Unmarshal(b, &n); err == nil {
+		g.MiB, g.Suffixed = n, false
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("GPU memory must be an integer (MiB) or \"NMi\": %s", b)
+	}
+	if s == "0" {
+		return nil
+	}
+	v, err := strconv.ParseInt(strings.TrimSuffix(s, "Mi"), 10, 64)
+	if err != nil || !strings.HasSuffix(s, "Mi") {
+		return fmt.Errorf("GPU memory %q is not \"NMi\"", s)
+	}
+	g.MiB, g.Suffixed = v, true
+	return nil
+}
+
+// hostMem is a host-memory quantity "NMi", "NGi" or "0", held in MiB.
+type hostMem struct{ MiB int64 }
+
+func (h *hostMem) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("host memory must be a quantity string such as \"2Gi\": %s", b)
+	}
+	mib, err := ParseMiB(s)
+	if err != nil {
+		return err
+	}
+	h.MiB = mib
+	return nil
+}
+
+// ParseMiB parses "0", "NMi" or "NGi" into MiB.
+func ParseMiB(s string) (int64, error) {
+	mult := int64(1)
+	num := s
+	switch {
+	case s == "0":
+		return 0, nil
+	case strings.HasSuffix(s, "Gi"):
+		mult, num = 1024, strings.TrimSuffix(s, "Gi")
+	case strings.HasSuffix(s, "Mi"):
+		num = strings.TrimSuffix(s, "Mi")
+	default:
+		return 0, fmt.Errorf("memory quantity %q: want Mi or Gi", s)
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("memory quantity %q: %v", s, err)
+	}
+	return v * mult, nil
+}
+
+func (w *wirePolicy) model() *Policy {
+	p := &Policy{
+		Name:                w.Name,
+		DeclarationResource: w.DeclarationResource,
+		DefaultGPUMemoryMiB: w.Defaults.GPUMemory.MiB,
+		Cards:               map[string]Card{},
+		Services:            map[string]Service{},
+		Queues:              map[string]ClusterQueue{},
+		Priorities:          map[string]Priority{},
+		Locks:               map[string]Lock{},
+		Templates:           map[string]Template{},
+		SemaphoreConfigMap:  w.Argo.SemaphoreConfigMap,
+		DevicePlugin: DevicePlugin{
+			Namespace:       w.DevicePlugin.Namespace,
+			ConfigMap:       w.DevicePlugin.ConfigMap,
+			RenameByDefault: w.DevicePlugin.RenameByDefault,
+		},
+	}
+	form := func(g gpuMem, path ...string) {
+		if g.MiB == 0 {
+			return // a bare zero carries no unit
+		}
+		p.GPUMemoryForms = append(p.GPUMemoryForms, QuantityForm{Path: path, MiB: g.MiB, Suffixed: g.Suffixed})
+	}
+	form(w.Defaults.GPUMemory, "defaults", "gpuMemory")
+	for n, c := range w.Cards {
+		p.Cards[n] = Card{Name: n, Model: c.Model, MemoryMiB: c.MemoryMiB, Shares: c.Shares, NodeLabels: c.NodeLabels}
+	}
+	for n, s := range w.Services {
+		p.Services[n] = Service{
+			Name: n, Mode: ServiceMode(s.Mode), Description: s.Description,
+			IdleScaleDownSeconds: s.IdleScaleDownSeconds,
+			Namespace:            s.Namespace, Queue: s.Queue, Priority: s.Priority, Card: s.Card,
+			Request: Request{Shares: s.Shares, HostMemoryMiB: s.HostMemory.MiB, GPUMemoryMiB: s.GPUMemory.MiB},
+		}
+		form(s.GPUMemory, "services", n, "gpuMemory")
+	}
+	for n, q := range w.Queues {
+		cq := ClusterQueue{
+			Name: n, Cohort: q.Cohort, Namespaces: q.Namespaces, LocalQueue: q.LocalQueue,
+			Flavors: map[string]FlavorQuotas{},
+			Preemption: Preemption{
+				WithinClusterQueue:   q.Preemption.WithinClusterQueue,
+				ReclaimWithinCohort:  q.Preemption.ReclaimWithinCohort,
+				BorrowWithinCohort:   q.Preemption.BorrowWithinCohort.Policy,
+				MaxPriorityThreshold: q.Preemption.BorrowWithinCohort.MaxPriorityThreshold,
+			},
+		}
+		if cq.LocalQueue == "" {
+			cq.LocalQueue = n
+		}
+		for fn, f := range q.Flavors {
+			fq := FlavorQuotas{
+				Shares: Quota{Nominal: f.Shares.NominalQuota, BorrowingLimit: f.Shares.BorrowingLimit, LendingLimit: f.Shares.LendingLimit},
+				HostMemory: Quota{Nominal: f.HostMemory.NominalQuota.MiB,
+					BorrowingLimit: hostPtr(f.HostMemory.BorrowingLimit), LendingLimit: hostPtr(f.HostMemory.LendingLimit)},
+				GPUMemory: Quota{Nominal: f.GPUMemory.NominalQuota.MiB,
+					BorrowingLimit: gpuPtr(f.GPUMemory.BorrowingLimit), LendingLimit: gpuPtr(f.GPUMemory.LendingLimit)},
+			}
+			cq.Flavors[fn] = fq
+			base := []string{"queues", n, "flavors", fn, "gpuMemory"}
+			form(f.GPUMemory.NominalQuota, append(base, "nominalQuota")...)
+			if f.GPUMemory.BorrowingLimit != nil {
+				form(*f.GPUMemory.BorrowingLimit, append(base, "borrowingLimit")...)
+			}
+			if f.GPUMemory.LendingLimit != nil {
+				form(*f.GPUMemory.LendingLimit, append(base, "lendingLimit")...)
+			}
+		}
+		p.Queues[n] = cq
+	}
+	for n, pr := range w.Priorities {
+		pr.Name = n
+		p.Priorities[n] = pr
+	}
+	for n, l := range w.Locks {
+		p.Locks[n] = Lock{Name: n, Size: l.Size, TakenBefore: l.TakenBefore, Description: l.Description}
+	}
+	def := p.DefaultPriority()
+	for n, t := range w.Templates {
+		tt := Template{
+			Name: n, Namespace: t.Namespace, Queue: t.Queue, Card: t.Card, Priority: t.Priority,
+			Locks: t.Locks, Image: t.Image, Command: t.Command,
+			Request:          Request{Shares: t.Shares, HostMemoryMiB: t.HostMemory.MiB, GPUMemoryMiB: t.GPUMemory.MiB},
+			TimeLimitSeconds: t.TimeLimitSeconds,
+		}
+		if tt.Priority == "" {
+			tt.Priority = def
+		}
+		if t.ModelCache != nil {
+			tt.ModelCache = &ModelCache{Claim: t.ModelCache.Claim, MountPath: t.ModelCache.MountPath, ReadOnly: t.ModelCache.ReadOnly}
+		}
+		if t.CacheFree != nil {
+			tt.CacheFree = &CacheFree{Name: t.CacheFree.Name, Locks: t.CacheFree.Locks}
+		}
+		p.Templates[n] = tt
+		form(t.GPUMemory, "templates", n, "gpuMemory")
+	}
+	return p
+}
+
+func hostPtr(h *hostMem) *int64 {
+	if h == nil {
+		return nil
+	}
+	v := h.MiB
+	return &v
+}
+
+func gpuPtr(g *gpuMem) *int64 {
+	if g == nil {
+		return nil
+	}
+	v := g.MiB
+	return &v
+}
