@@ -9,6 +9,8 @@ import (
 	"github.com/gpupolicy/gpupolicy/policy"
 )
 
+func init() { commands = append(commands, newVetCmd) }
+
 func newVetCmd() *cobra.Command {
 	var rules []string
 	for _, r := range policy.Rules {
