@@ -99,22 +99,22 @@ func LoadFiles(files map[string][]byte, display func(name string) string) (*Poli
 	var vals []cue.Value
 	for _, inst := range insts {
 		if inst.Err != nil {
-			return nil, fromCUE(inst.Err)
+			return nil, fromCUE(inst.Err, "syntax")
 		}
 		v := ctx.BuildInstance(inst)
 		if err := v.Err(); err != nil {
-			return nil, fromCUE(err)
+			return nil, fromCUE(err, "schema")
 		}
 		vals = append(vals, v)
 	}
 	def := vals[1].LookupPath(cue.ParsePath("#Policy"))
 	v := vals[0].Unify(def)
 	if err := v.Validate(cue.Concrete(true), cue.Final()); err != nil {
-		return nil, fromCUE(err)
+		return nil, fromCUE(err, "schema")
 	}
 	raw, err := v.MarshalJSON()
 	if err != nil {
-		return nil, fromCUE(err)
+		return nil, fromCUE(err, "schema")
 	}
 	var w wirePolicy
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
@@ -132,7 +132,9 @@ func LoadFiles(files map[string][]byte, display func(name string) string) (*Poli
 
 // fromCUE converts CUE errors to Diagnostics, one per error, each with the
 // position of the policy value that failed and the constraint it failed.
-func fromCUE(err error) Diagnostics {
+// rule is "syntax" for errors loading and parsing the files, "schema" for a
+// failed constraint.
+func fromCUE(err error, rule string) Diagnostics {
 	var ds Diagnostics
 	seen := map[string]bool{}
 	for _, e := range cueerrors.Errors(err) {
@@ -152,7 +154,7 @@ func fromCUE(err error) Diagnostics {
 		if ps := schemaPositions(e); ps != "" {
 			msg += " (constraint at " + ps + ")"
 		}
-		d := Diagnostic{Pos: formatPos(pos), Rule: "schema", Message: msg}
+		d := Diagnostic{Pos: formatPos(pos), Rule: rule, Message: msg}
 		if seen[d.String()] {
 			continue
 		}
@@ -160,7 +162,7 @@ func fromCUE(err error) Diagnostics {
 		ds = append(ds, d)
 	}
 	if len(ds) == 0 {
-		ds = Diagnostics{{Rule: "schema", Message: err.Error()}}
+		ds = Diagnostics{{Rule: rule, Message: err.Error()}}
 	}
 	ds = dropDisjunctionNoise(ds)
 	ds.sort()
@@ -267,6 +269,10 @@ func positionsOf(v cue.Value) []token.Pos {
 func PathString(sel ...string) string {
 	parts := make([]string, len(sel))
 	for i, s := range sel {
+		if _, err := strconv.Atoi(s); err == nil {
+			parts[i] = s
+			continue
+		}
 		parts[i] = cue.MakePath(cue.Str(s)).String()
 	}
 	return strings.Join(parts, ".")
