@@ -39,6 +39,8 @@ var (
 		"a template or service runs in a namespace where its queue has a LocalQueue"}
 	RuleDuplicateLock = Rule{"duplicate-lock",
 		"a template takes each lock once"}
+	RuleBorrowWithoutReclaim = Rule{"borrow-without-reclaim",
+		"Kueue rejects a ClusterQueue whose borrowWithinCohort preempts while reclaimWithinCohort is Never (CEL rule of ClusterQueuePreemption, v1beta2)"}
 )
 
 // Rules lists every rule Check applies, for --help and documentation.
@@ -46,6 +48,7 @@ var Rules = []Rule{
 	RuleUnknownReference, RuleDefaultPriority, RuleDuplicatePriority,
 	RuleLimitWithoutCohort, RuleLendingOverNominal, RuleLockCycle, RuleLockOrder,
 	RuleDuplicateLock, RuleSharesOverCard, RuleUnitsMixed, RuleQueueLacksFlavor, RuleNoLocalQueue,
+	RuleBorrowWithoutReclaim,
 }
 
 // Check applies the semantic rules and returns every violation, sorted by
@@ -55,6 +58,7 @@ func (p *Policy) Check() Diagnostics {
 	c.references()
 	c.priorities()
 	c.quotas()
+	c.preemption()
 	c.locks()
 	c.shares()
 	c.units()
@@ -206,6 +210,16 @@ func (c *checker) quotas() {
 						FormatAmount(k, *quota.LendingLimit), k, FormatAmount(k, quota.Nominal))
 				}
 			}
+		}
+	}
+}
+
+func (c *checker) preemption() {
+	for _, n := range c.p.QueueNames() {
+		pr := c.p.Queues[n].Preemption
+		if pr.BorrowWithinCohort != "Never" && pr.ReclaimWithinCohort == "Never" {
+			c.add(RuleBorrowWithoutReclaim, []string{"queues", n, "preemption", "borrowWithinCohort", "policy"},
+				"queue %q sets borrowWithinCohort %s with reclaimWithinCohort Never; Kueue rejects it (set reclaimWithinCohort)", n, pr.BorrowWithinCohort)
 		}
 	}
 }

@@ -1,0 +1,52 @@
+// Package admission is the admission model of a gpupolicy policy: what Kueue
+// (v0.17, classical preemption, no fair sharing) and the Argo semaphores in
+// front of it do with the GPU jobs, services and quotas the policy declares.
+//
+// The model has two layers.
+//
+// Snapshot is Kueue's quota arithmetic, per ClusterQueue and per
+// (flavor, resource) — here (card, kind): nominalQuota, borrowingLimit and
+// lendingLimit inside a cohort, the usage of the admitted workloads, and
+// Kueue's classical preemption algorithm (withinClusterQueue,
+// reclaimWithinCohort, borrowWithinCohort with maxPriorityThreshold). It is a
+// transcription of Kueue v0.17.0's code, not a reading of its documentation:
+// every rule below names the function it follows, so that a change in Kueue
+// can be traced to the line of the model it affects.
+//
+//   - pkg/cache/scheduler/resource_node.go: available, potentialAvailable,
+//     addUsage, removeUsage, localQuota (lending limits), accumulateFromChild
+//     (the cohort's pooled quota);
+//   - pkg/cache/scheduler/clusterqueue_snapshot.go: Borrowing, BorrowingWith;
+//   - pkg/scheduler/flavorassigner/flavorassigner.go: fitsResourceQuota (when
+//     preemption is even attempted);
+//   - pkg/scheduler/preemption/preemption.go: classicalPreemptions,
+//     workloadFits, fillBackWorkloads;
+//   - pkg/scheduler/preemption/classical/*.go: candidate collection and
+//     classification (HierarchicalReclaim, ReclaimWithoutBorrowing,
+//     ReclaimWhileBorrowing), candidateIsValid;
+//   - pkg/scheduler/preemption/common: SatisfiesPreemptionPolicy,
+//     CandidatesOrdering;
+//   - apis/kueue/v1beta2/clusterqueue_types.go: the CEL rule
+//     "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never".
+//
+// The documentation pages are https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/
+// and https://kueue.sigs.k8s.io/docs/concepts/preemption/; where the two
+// disagreed (kubernetes-sigs/kueue#10171: borrowWithinCohort only preempts in
+// ClusterQueues above their nominal quota, which the docs did not say until
+// kubernetes-sigs/kueue#10210), the model follows the code.
+//
+// Explain is the analysis on top: for every GPU step template (and its
+// cache-free variant when it takes other locks), every priority on the
+// ladder and every service state (each on-demand service up or down), how
+// many jobs are admitted at once, what binds, what the locks do, what is
+// left, how preemption changes it, and the findings (starvation, dead
+// preemption paths, lock sizes, declared against physical GPU memory, mixed
+// units). Its JSON form is a documented contract (CONTRACT.md).
+//
+// Units: shares are time-slicing replicas of nvidia.com/gpu; host memory and
+// GPU memory are MiB, as in package policy. Quantities leave the package as
+// Kubernetes quantity strings ("4", "8Gi", "404Mi").
+package admission
+
+// KueueVersion is the Kueue release whose behaviour the model transcribes.
+const KueueVersion = "v0.17"

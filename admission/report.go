@@ -1,0 +1,209 @@
+package admission
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteJSON writes the report as the JSON contract (CONTRACT.md), indented,
+// with a trailing newline. Map keys are sorted, rows and findings are in
+// Explain's deterministic order, so equal policies give equal bytes.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// short resource labels for the tables.
+func shortRes(res string) string {
+	switch res {
+	case "nvidia.com/gpu":
+		return "shares"
+	case "memory":
+		return "memory"
+	}
+	if i := strings.LastIndex(res, "/"); i >= 0 {
+		return res[i+1:]
+	}
+	return res
+}
+
+// stateCells are the per-row state cells: one column per on-demand service
+// when there are at most three, else one STATE column listing those up.
+func (r *Report) stateHeaders() []string {
+	if len(r.OnDemand) <= 3 {
+		return append([]string{}, r.OnDemand...)
+	}
+	return []string{"UP"}
+}
+
+func (r *Report) stateCells(c Capacity) []string {
+	if len(r.OnDemand) <= 3 {
+		out := make([]string, len(r.OnDemand))
+		for i, n := range r.OnDemand {
+			out[i] = c.State[n]
+		}
+		return out
+	}
+	var up []string
+	for _, n := range r.OnDemand {
+		if c.State[n] == "up" {
+			up = append(up, n)
+		}
+	}
+	if len(up) == 0 {
+		return []string{"-"}
+	}
+	return []string{strings.Join(up, "+")}
+}
+
+func (r *Report) cells(c Capacity) (atOnce, quota, lock, left, preempt string) {
+	atOnce = fmt.Sprint(c.Admitted)
+	if !c.Reachable {
+		atOnce += " (unreachable)"
+	}
+	switch c.BoundBy {
+	case "never-fits":
+		quota = "never fits: " + strings.Join(c.Binding, ", ")
+	default:
+		quota = fmt.Sprint(c.QuotaAdmits)
+		if len(c.Binding) > 0 {
+			quota += " (" + strings.Join(c.Binding, ", ") + ")"
+		}
+	}
+	lock = "-"
+	if c.Lock != nil {
+		rel := map[string]string{"limits": "<", "matches": "=", "exceeds": ">"}[c.Lock.Effect]
+		lock = fmt.Sprintf("%s %d %s %d", c.Lock.Name, c.Lock.Size, rel, c.Lock.Kueue)
+		if c.Lock.Held > 0 {
+			lock += fmt.Sprintf(", %d held waiting", c.Lock.Held)
+		}
+	}
+	left = marginWords(c.Margin)
+	preempt = "-"
+	if c.Preemption != nil {
+		var ev []string
+		for _, e := range c.Preemption.Evicts {
+			ev = append(ev, fmt.Sprintf("%s (%s)", e.Workload, e.Policy))
+		}
+		preempt = fmt.Sprintf("%d, evicting %s", c.Preemption.Admitted, strings.Join(dedupe(ev), ", "))
+	} else if c.QuotaAdmits == 0 {
+		preempt = "none: waits"
+	}
+	return
+}
+
+// marginWords prints a margin in Kinds order: "shares=0 memory=0
+// gpu-memory=8508Mi".
+func marginWords(m map[string]string) string {
+	var parts []string
+	for _, res := range []string{"nvidia.com/gpu", "memory"} {
+		if v, ok := m[res]; ok {
+			parts = append(parts, shortRes(res)+"="+v)
+		}
+	}
+	var rest []string
+	for res := range m {
+		if res != "nvidia.com/gpu" && res != "memory" {
+			rest = append(rest, res)
+		}
+	}
+	sort.Strings(rest)
+	for _, res := range rest {
+		parts = append(parts, shortRes(res)+"="+m[res])
+	}
+	return strings.Join(parts, " ")
+}
+
+// WriteText writes the capacity table and the findings for a terminal.
+func (r *Report) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "Policy %q: GPU jobs admitted at once (%s, Argo locks in front)\n\n", r.Policy, r.Model)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"TEMPLATE", "QUEUE", "PRIORITY"}
+	head = append(head, r.stateHeaders()...)
+	head = append(head, "AT ONCE", "QUOTA ADMITS (BINDING)", "LOCK", "LEFT", "WITH PREEMPTION")
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, c := range r.Capacity {
+		atOnce, quota, lock, left, preempt := r.cells(c)
+		row := []string{c.Template, c.Queue, fmt.Sprintf("%s (%d)", c.Priority, c.PriorityValue)}
+		row = append(row, r.stateCells(c)...)
+		row = append(row, atOnce, quota, lock, left, preempt)
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nFindings: %d error(s), %d warning(s), %d info\n", r.Count(SeverityError), r.Count(SeverityWarning), r.Count(SeverityInfo))
+	for _, f := range r.Findings {
+		where := f.Path
+		if f.Pos != "" {
+			where = f.Pos
+		}
+		fmt.Fprintf(w, "\n%-7s %s  %s\n", f.Severity, f.Rule, where)
+		for _, line := range wrap(f.Message, 88) {
+			fmt.Fprintf(w, "        %s\n", line)
+		}
+	}
+	return nil
+}
+
+// WriteMarkdown writes the report for a pull-request comment or a
+// scheduled report.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	fmt.Fprintf(w, "### gpupolicy explain: `%s`\n\n", r.Policy)
+	fmt.Fprintf(w, "GPU jobs admitted at once, per template, priority and service state (%s, Argo locks in front). ", r.Model)
+	fmt.Fprintf(w, "**%d error(s), %d warning(s), %d info.**\n\n", r.Count(SeverityError), r.Count(SeverityWarning), r.Count(SeverityInfo))
+	head := []string{"template", "queue", "priority"}
+	head = append(head, r.stateHeaders()...)
+	head = append(head, "at once", "quota admits (binding)", "lock", "left", "with preemption")
+	fmt.Fprintf(w, "| %s |\n", strings.Join(head, " | "))
+	fmt.Fprintf(w, "|%s\n", strings.Repeat(" --- |", len(head)))
+	for _, c := range r.Capacity {
+		atOnce, quota, lock, left, preempt := r.cells(c)
+		row := []string{"`" + c.Template + "`", c.Queue, fmt.Sprintf("%s (%d)", c.Priority, c.PriorityValue)}
+		row = append(row, r.stateCells(c)...)
+		row = append(row, "**"+atOnce+"**", quota, lock, left, preempt)
+		for i := range row {
+			row[i] = strings.ReplaceAll(row[i], "|", "\\|")
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+	}
+	if len(r.Findings) > 0 {
+		fmt.Fprintf(w, "\n#### Findings\n\n")
+		for _, f := range r.Findings {
+			where := "`" + f.Path + "`"
+			if f.Pos != "" {
+				where = "`" + f.Pos + "`"
+			}
+			fmt.Fprintf(w, "- **%s** `%s` %s: %s\n", f.Severity, f.Rule, where, strings.ReplaceAll(f.Message, "\n", " "))
+		}
+	}
+	return nil
+}
+
+// wrap breaks text into lines of at most width runes, at spaces.
+func wrap(s string, width int) []string {
+	var out []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		if line != "" && len([]rune(line))+1+len([]rune(word)) > width {
+			out = append(out, line)
+			line = word
+			continue
+		}
+		if line == "" {
+			line = word
+		} else {
+			line += " " + word
+		}
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
+}
