@@ -1,0 +1,180 @@
+package render
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpupolicy/gpupolicy/policy"
+)
+
+// LimitRangeName names the LimitRange in each job namespace.
+const LimitRangeName = "gpu-memory-default"
+
+// generate builds every object of the policy, typed, in a fixed order.
+func generate(p *policy.Policy) []Object {
+	var out []Object
+	for _, ns := range p.Namespaces() {
+		out = append(out, namespace(p, ns))
+	}
+	for _, c := range p.CardNames() {
+		out = append(out, resourceFlavor(p, p.Cards[c]))
+	}
+	for _, n := range p.QueueNames() {
+		q := p.Queues[n]
+		out = append(out, clusterQueue(p, q))
+		for _, ns := range q.Namespaces {
+			out = append(out, localQueue(p, q, ns))
+		}
+	}
+	for _, pr := range p.Ladder() {
+		out = append(out, workloadPriorityClass(p, pr))
+	}
+	locks := locksByNamespace(p)
+	for _, ns := range sortedKeys(locks) {
+		if len(locks[ns]) > 0 {
+			out = append(out, semaphoreConfigMap(p, ns, locks[ns]))
+		}
+	}
+	for _, n := range p.TemplateNames() {
+		out = append(out, workflowTemplates(p, p.Templates[n])...)
+	}
+	out = append(out, devicePluginConfigMap(p))
+	for _, ns := range p.JobNamespaces() {
+		out = append(out, limitRange(p, ns))
+	}
+	return out
+}
+
+// meta is the metadata of every rendered object: its name, namespace, the
+// ownership labels, and the given annotations.
+func meta(p *policy.Policy, namespace, name string, annotations map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: namespace,
+		Labels: map[string]string{
+			LabelManagedBy: ManagedBy,
+			LabelPolicy:    p.Name,
+		},
+		Annotations: annotations,
+	}
+}
+
+// object wraps a typed object with its identity and policy source.
+func object(obj runtime.Object, source []string) Object {
+	m, err := metaAccessor(obj)
+	if err != nil {
+		panic(err) // every rendered type has ObjectMeta
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	return Object{
+		APIVersion: gvk.GroupVersion().String(),
+		Kind:       gvk.Kind,
+		Namespace:  m.GetNamespace(),
+		Name:       m.GetName(),
+		Obj:        obj,
+		source:     source,
+	}
+}
+
+func metaAccessor(obj runtime.Object) (metav1.Object, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("render: %T has no ObjectMeta", obj)
+	}
+	return m, nil
+}
+
+func namespace(p *policy.Policy, name string) Object {
+	ns := &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: meta(p, "", name, nil),
+	}
+	return object(ns, nil)
+}
+
+// limitRange gives every container in a job namespace that declares no GPU
+// memory the policy's default declaration, so an undeclared job is counted
+// at the default, not as free.
+func limitRange(p *policy.Policy, ns string) Object {
+	def := corev1.ResourceList{corev1.ResourceName(p.DeclarationResource): gpuMemory(p.DefaultGPUMemoryMiB)}
+	lr := &corev1.LimitRange{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
+		ObjectMeta: meta(p, ns, LimitRangeName, map[string]string{
+			AnnotationDescription: fmt.Sprintf("a container that declares no GPU memory (%s) is counted at %s",
+				p.DeclarationResource, policy.FormatAmount(policy.GPUMemory, p.DefaultGPUMemoryMiB)),
+		}),
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type:           corev1.LimitTypeContainer,
+			Default:        def,
+			DefaultRequest: def.DeepCopy(),
+		}}},
+	}
+	return object(lr, []string{"defaults", "gpuMemory"})
+}
+
+// devicePluginConfigMap renders the NVIDIA device plugin's configs, one key
+// per card, each a time-slicing config that splits nvidia.com/gpu into the
+// card's shares. A node picks its config with the label
+// nvidia.com/device-plugin.config=<card> (or the chart's config.default).
+func devicePluginConfigMap(p *policy.Policy) Object {
+	data := map[string]string{}
+	for _, n := range p.CardNames() {
+		c := p.Cards[n]
+		cfg := devicePluginConfig{
+			Version: "v1",
+			Sharing: dpSharing{TimeSlicing: dpTimeSlicing{
+				RenameByDefault: p.DevicePlugin.RenameByDefault,
+				Resources:       []dpResource{{Name: policy.ResourceShares, Replicas: c.Shares}},
+			}},
+		}
+		b, err := yaml.Marshal(cfg)
+		if err != nil {
+			panic(err) // plain values cannot fail to encode
+		}
+		data[n] = string(b)
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta(p, p.DevicePlugin.Namespace, p.DevicePlugin.ConfigMap, map[string]string{
+			AnnotationDescription: "NVIDIA device plugin time-slicing, one config per card; a node selects one with the label nvidia.com/device-plugin.config=<card>",
+		}),
+		Data: data,
+	}
+	return object(cm, []string{"devicePlugin"})
+}
+
+// devicePluginConfig is the part of the NVIDIA k8s-device-plugin config file
+// (version v1) that gpupolicy sets: time-slicing of nvidia.com/gpu.
+type devicePluginConfig struct {
+	Version string    `json:"version"`
+	Sharing dpSharing `json:"sharing"`
+}
+
+type dpSharing struct {
+	TimeSlicing dpTimeSlicing `json:"timeSlicing"`
+}
+
+type dpTimeSlicing struct {
+	// RenameByDefault advertises the shares as nvidia.com/gpu.shared.
+	RenameByDefault bool         `json:"renameByDefault"`
+	Resources       []dpResource `json:"resources"`
+}
+
+type dpResource struct {
+	Name     string `json:"name"`
+	Replicas int64  `json:"replicas"`
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,243 @@
+// Package render compiles a typed policy into the Kubernetes objects that run
+// it: Kueue ResourceFlavors, ClusterQueues, LocalQueues and
+// WorkloadPriorityClasses; Argo Workflows WorkflowTemplates and their
+// semaphore ConfigMaps; the NVIDIA device plugin's time-slicing ConfigMap; a
+// LimitRange per job namespace that gives an undeclared job the default
+// GPU-memory declaration; and the Namespaces they live in.
+//
+// The pipeline is generate → validate → encode → write, and nothing is
+// written unless validation passed:
+//
+//   - generate builds typed objects (Kueue v1beta2, Argo v1alpha1, core v1),
+//     never hand-built maps;
+//   - validate checks every Kueue and Argo object against the real CRDs
+//     (package crdcheck: OpenAPI schema and CEL rules, in-process);
+//   - encode writes each as YAML through sigs.k8s.io/yaml with status and
+//     creationTimestamp removed; the output is byte-for-byte deterministic;
+//   - Write swaps the output directory atomically.
+//
+// Files are flat and named <kind>_<name>.yaml (cluster-scoped) or
+// <kind>_<namespace>_<name>.yaml (namespaced), plus a kustomization.yaml that
+// lists them all, so the directory is a kustomize base for the overlays in
+// environments/. Every object carries the labels
+// app.kubernetes.io/managed-by=gpupolicy and gpupolicy.dev/policy=<name>,
+// which reconcile prunes by.
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	ktypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpupolicy/gpupolicy/crdcheck"
+	"github.com/gpupolicy/gpupolicy/policy"
+)
+
+// Labels and annotations gpupolicy puts on what it renders.
+const (
+	// LabelManagedBy and LabelPolicy mark every rendered object; reconcile
+	// prunes only objects that carry both.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "gpupolicy"
+	LabelPolicy    = "gpupolicy.dev/policy"
+
+	// LabelTemplate groups a template's variants (cache and cache-free)
+	// under the policy's template name.
+	LabelTemplate = "gpupolicy.dev/template"
+	// AnnotationVariant is "cache" or "cache-free" on a WorkflowTemplate.
+	AnnotationVariant = "gpupolicy.dev/template-variant"
+	// AnnotationDescription says in one line what an object is for.
+	AnnotationDescription = "gpupolicy.dev/description"
+	// AnnotationArgoDescription is the description Argo's UI shows.
+	AnnotationArgoDescription = "workflows.argoproj.io/description"
+
+	// Kueue's labels on a pod: its LocalQueue and WorkloadPriorityClass.
+	LabelKueueQueue    = "kueue.x-k8s.io/queue-name"
+	LabelKueuePriority = "kueue.x-k8s.io/priority-class"
+)
+
+// KustomizationFile lists every object file of a render.
+const KustomizationFile = "kustomization.yaml"
+
+// RuleCRD is the diagnostic rule of a rendered object that fails its CRD.
+var RuleCRD = policy.Rule{ID: "crd",
+	Reason: "what the policy renders must pass the CRDs of Kueue v0.17.0 and Argo Workflows v3.7.3 (OpenAPI schema and CEL rules), as the API server checks them"}
+
+// Object is one rendered object.
+type Object struct {
+	APIVersion, Kind, Namespace, Name, File string
+	// Obj is the typed object (*kueue.ClusterQueue, *wfv1.WorkflowTemplate,
+	// *corev1.ConfigMap, ...).
+	Obj runtime.Object
+
+	// source is the policy field the object comes from, for diagnostics.
+	source []string
+}
+
+// Result is a render: the objects and their files.
+type Result struct {
+	// Objects are sorted by file name.
+	Objects []Object
+	// Files maps a file name to its YAML, including KustomizationFile.
+	Files map[string][]byte
+}
+
+// FileNames returns the names of every file, sorted.
+func (r *Result) FileNames() []string {
+	out := make([]string, 0, len(r.Files))
+	for n := range r.Files {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Render builds every object of the policy as typed Kubernetes objects,
+// validates them against the real CRDs (crdcheck), and returns them with
+// their YAML files.
+//
+// A rendered object that fails its CRD is an input error: the result is
+// policy.Diagnostics (rule "crd"), one per failing field, each at the policy
+// field the object comes from. Other errors are bugs or I/O.
+func Render(p *policy.Policy) (*Result, error) {
+	objs := generate(p)
+	return encode(p, objs)
+}
+
+// encode validates and serializes generated objects.
+func encode(p *policy.Policy, objs []Object) (*Result, error) {
+	v, err := crdcheck.New()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Files: map[string][]byte{}}
+	seen := map[string]string{}
+	var ds policy.Diagnostics
+	for i := range objs {
+		o := &objs[i]
+		o.File = fileName(o.Kind, o.Namespace, o.Name)
+		id := objectID(o.Kind, o.Namespace, o.Name)
+		if prev, dup := seen[o.File]; dup {
+			return nil, fmt.Errorf("render: %s and %s would both be written to %s", prev, id, o.File)
+		}
+		seen[o.File] = id
+		u, err := toUnstructured(o.Obj)
+		if err != nil {
+			return nil, fmt.Errorf("render: encoding %s: %w", id, err)
+		}
+		if v.Has(u.GroupVersionKind()) {
+			if err := v.Validate(u); err != nil {
+				ds = append(ds, crdDiagnostics(p, o, err)...)
+				continue
+			}
+		}
+		b, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return nil, fmt.Errorf("render: YAML of %s: %w", id, err)
+		}
+		res.Files[o.File] = append([]byte(header(p)), b...)
+		res.Objects = append(res.Objects, *o)
+	}
+	if len(ds) > 0 {
+		return nil, ds
+	}
+	sort.Slice(res.Objects, func(i, j int) bool { return res.Objects[i].File < res.Objects[j].File })
+	k := ktypes.Kustomization{
+		TypeMeta: ktypes.TypeMeta{APIVersion: ktypes.KustomizationVersion, Kind: ktypes.KustomizationKind},
+	}
+	for _, o := range res.Objects {
+		k.Resources = append(k.Resources, o.File)
+	}
+	b, err := yaml.Marshal(k)
+	if err != nil {
+		return nil, err
+	}
+	res.Files[KustomizationFile] = append([]byte(header(p)), b...)
+	return res, nil
+}
+
+func header(p *policy.Policy) string {
+	return fmt.Sprintf("# Code generated by gpupolicy render from policy %q. DO NOT EDIT.\n", p.Name)
+}
+
+// toUnstructured encodes a typed object as the API server would decode it
+// (numbers as int64), without status and without creationTimestamp: null.
+func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := utiljson.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	if spec, ok := m["spec"].(map[string]any); ok && len(spec) == 0 {
+		delete(m, "spec") // a Namespace's empty spec
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		if ts, ok := md["creationTimestamp"]; ok && ts == nil {
+			delete(md, "creationTimestamp")
+		}
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// fileName is <kind>_<name>.yaml or <kind>_<namespace>_<name>.yaml.
+func fileName(kind, namespace, name string) string {
+	k := strings.ToLower(kind)
+	if namespace == "" {
+		return k + "_" + name + ".yaml"
+	}
+	return k + "_" + namespace + "_" + name + ".yaml"
+}
+
+func objectID(kind, namespace, name string) string {
+	if namespace == "" {
+		return kind + " " + name
+	}
+	return kind + " " + namespace + "/" + name
+}
+
+// crdDiagnostics turns a crdcheck failure into one diagnostic per field, at
+// the policy field the object comes from.
+func crdDiagnostics(p *policy.Policy, o *Object, err error) policy.Diagnostics {
+	ce, ok := err.(*crdcheck.Error)
+	if !ok {
+		return policy.Diagnostics{{Pos: p.Pos(o.source...), Rule: RuleCRD.ID, Message: err.Error()}}
+	}
+	var ds policy.Diagnostics
+	for _, f := range ce.Fields {
+		src := refineSource(o, f.Field)
+		ds = append(ds, policy.Diagnostic{
+			Pos:     p.Pos(src...),
+			Rule:    RuleCRD.ID,
+			Message: fmt.Sprintf("%s fails CRD %s: %s: %s", objectID(ce.Kind, ce.Namespace, ce.Name), ce.CRD, f.Field, f.Message),
+		})
+	}
+	return ds
+}
+
+// refineSource points a ClusterQueue's diagnostic at the policy field that
+// produced the failing part of the object, when there is one.
+func refineSource(o *Object, field string) []string {
+	if o.Kind != "ClusterQueue" || len(o.source) != 2 {
+		return o.source
+	}
+	switch {
+	case strings.HasPrefix(field, "spec.preemption"):
+		return append(o.source[:2:2], "preemption")
+	case strings.HasPrefix(field, "spec.resourceGroups"):
+		return append(o.source[:2:2], "flavors")
+	case strings.HasPrefix(field, "spec.cohortName"):
+		return append(o.source[:2:2], "cohort")
+	}
+	return o.source
+}
