@@ -13,7 +13,9 @@
 //   - Idempotence: an apply that changes nothing leaves resourceVersion as it
 //     was, and is reported "unchanged".
 //   - Pruning: only objects that carry the ownership labels (Owner) are ever
-//     deleted, and only after every apply succeeded.
+//     deleted, and only after every apply succeeded. Namespaces are never
+//     pruned: deleting one deletes everything in it, including what
+//     gpupolicy does not own (the device plugin, the model servers).
 package reconcile
 
 import (
@@ -211,6 +213,9 @@ func (r *Reconciler) prune(ctx context.Context, objs []*unstructured.Unstructure
 	kinds := map[schema.GroupVersionResource]*meta.RESTMapping{}
 	for i, o := range objs {
 		want[key(o.GetKind(), o.GetNamespace(), o.GetName())] = true
+		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
+			continue // never pruned
+		}
 		kinds[mappings[i].Resource] = mappings[i]
 	}
 	sel := labels.SelectorFromSet(opts.Owner).String()
@@ -218,14 +223,7 @@ func (r *Reconciler) prune(ctx context.Context, objs []*unstructured.Unstructure
 	for g := range kinds {
 		gvrs = append(gvrs, g)
 	}
-	// Namespaces last, so their contents go first.
-	sort.Slice(gvrs, func(i, j int) bool {
-		ni, nj := gvrs[i].Resource == "namespaces", gvrs[j].Resource == "namespaces"
-		if ni != nj {
-			return nj
-		}
-		return gvrs[i].String() < gvrs[j].String()
-	})
+	sort.Slice(gvrs, func(i, j int) bool { return gvrs[i].String() < gvrs[j].String() })
 	for _, g := range gvrs {
 		list, err := r.Client.Resource(g).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
