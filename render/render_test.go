@@ -118,7 +118,7 @@ func TestLabValues(t *testing.T) {
 	}
 
 	rf := find[*kueue.ResourceFlavor](t, r, "ResourceFlavor", "", "rtx-5060-ti")
-	if rf.Spec.NodeLabels["nvidia.com/gpu.product"] != "NVIDIA-GeForce-RTX-5060-Ti" {
+	if rf.Spec.NodeLabels["nvidia.com/gpu.product"] != "NVIDIA-GeForce-RTX-5060-Ti-SHARED" {
 		t.Errorf("ResourceFlavor nodeLabels = %v", rf.Spec.NodeLabels)
 	}
 

@@ -302,7 +302,7 @@ func (t *TemplateWrapper) ModelCache(claim, mountPath string) *TemplateWrapper {
 func Lab() *PolicyWrapper {
 	w := MakePolicy("lab").
 		Card("rtx-5060-ti", 16311, 8).
-		CardModel("rtx-5060-ti", "NVIDIA GeForce RTX 5060 Ti", "NVIDIA-GeForce-RTX-5060-Ti").
+		CardModel("rtx-5060-ti", "NVIDIA GeForce RTX 5060 Ti", "NVIDIA-GeForce-RTX-5060-Ti-SHARED").
 		Priority("always-on", 1000).DefaultPriority("training", 100).
 		Priority("on-demand-llm", 50).Priority("batch", 10).
 		Queue(MakeQueue("gpu-general").Cohort("gpu").Namespaces("experiments", "models").

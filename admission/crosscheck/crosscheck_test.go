@@ -92,7 +92,7 @@ func labValid() *policy.Policy { return Lab().Obj() }
 
 // labCard puts a policy's single card on the lab node's labels.
 func labCard(w *PolicyWrapper, name string, memoryMiB, shares int64) *PolicyWrapper {
-	return w.Card(name, memoryMiB, shares).CardModel(name, "NVIDIA GeForce RTX 5060 Ti", "NVIDIA-GeForce-RTX-5060-Ti")
+	return w.Card(name, memoryMiB, shares).CardModel(name, "NVIDIA GeForce RTX 5060 Ti", "NVIDIA-GeForce-RTX-5060-Ti-SHARED")
 }
 
 // sharedCohort: an owner queue holds the card; b1 runs jobs on borrowed

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpupolicy/gpupolicy/drift"
+)
+
+func init() { commands = append(commands, newDriftCmd) }
+
+func newDriftCmd() *cobra.Command {
+	var env, format string
+	cmd := &cobra.Command{
+		Use:   "drift --env ENV [-o text|json|markdown]",
+		Short: "Compare the render at an environment's pin with the render at HEAD",
+		Long: `drift reads environment ENV's render at its pin (the commit its cluster syncs
+from) and at HEAD, straight from git objects (no checkout), and reports
+every difference: the object, the field, the value at the pin and at HEAD,
+what it changes for the lab where that is known, and the commit that
+introduced HEAD's value. A pin whose WorkflowTemplates lack the GPU-memory
+declaration, for one, counts every job at the LimitRange default whatever it
+declares.
+
+The render at a commit is deploy/ENV as committed there; a commit without
+deploy/ENV has its policy rendered from its own git tree through the
+environment's overlay.
+
+Exit 0 when the renders match, 1 on drift, 2 on an error (a pin that names
+no commit, a render that fails).`,
+		Example: `  gpupolicy drift --env lab
+  gpupolicy drift --env lab -o markdown   # a scheduled report
+  gpupolicy drift --env lab -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if env == "" {
+				return usageError{errors.New("--env ENV is required")}
+			}
+			if !envFormatOK(format, drift.Formats) {
+				return usageError{fmt.Errorf("-o %s: use one of %s", format, strings.Join(drift.Formats, ", "))}
+			}
+			t, err := openEnv(env, true)
+			if err != nil {
+				return err
+			}
+			if t.env.Pin == "" {
+				return fmt.Errorf("environment %s has no pin yet (%s): set one with gpupolicy pin --env %s", env, t.env.SettingsPath(), env)
+			}
+			r, err := drift.Git(cmd.Context(), drift.Options{
+				Repo: t.repo, Env: env, Pin: t.env.Pin,
+				PolicyDir: t.env.Policy, EnvDir: t.env.Dir(),
+				RenderAt: renderAtFunc(t),
+			})
+			if drift.IsUnknownRevision(err) {
+				return fmt.Errorf("environment %s: the pin in %s: %v\nmove it with gpupolicy pin --env %s [REV]",
+					env, t.env.SettingsPath(), err, env)
+			}
+			if err != nil {
+				return err
+			}
+			if err := r.Write(cmd.OutOrStdout(), format); err != nil {
+				return err
+			}
+			if r.Drifted() {
+				return findingsError{}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&env, "env", "", "the environment (environments/ENV)")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "report format: text, json or markdown")
+	return cmd
+}
+
+func envFormatOK(f string, formats []string) bool {
+	for _, x := range formats {
+		if f == x {
+			return true
+		}
+	}
+	return false
+}

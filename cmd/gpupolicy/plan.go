@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpupolicy/gpupolicy/gitrepo"
+	"github.com/gpupolicy/gpupolicy/plan"
+)
+
+func init() { commands = append(commands, newPlanCmd) }
+
+func newPlanCmd() *cobra.Command {
+	var base, head, format string
+	cmd := &cobra.Command{
+		Use:   "plan --base REV [--head REV] [POLICY_DIR] [-o markdown|json|text]",
+		Short: "Say what a change to the policy does, for a pull request",
+		Long: `plan reads the policy in POLICY_DIR (default policies/lab) at two revisions
+straight from git objects (no checkout; the working tree is not read or
+changed): --base, the pull request's target, and --head (default HEAD). It
+vets and renders both, and prints what the change does:
+
+  - to admission: for every template, priority and service state whose
+    outcome changes, how many jobs run at once before and after, and what
+    binds them ("batch jobs at once through gpu-step-no-cache, qwen2-5-7b
+    down: 1 → 4"), as gpupolicy explain models it;
+  - to the findings: those the change adds, changes and clears;
+  - to the render: every object and field that differs, with what it
+    changes for the lab.
+
+Output: -o markdown (default, a pull-request comment), json or text.
+
+Exit 0 when planned, 1 when the change adds a finding of severity error, 2
+when the head's policy does not load or vet, or on a bad revision.`,
+		Example: `  gpupolicy plan --base origin/main
+  gpupolicy plan --base origin/main --head HEAD policies/lab -o markdown > comment.md`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if base == "" {
+				return usageError{errors.New("--base REV is required (the revision the change is compared with, e.g. origin/main)")}
+			}
+			if !envFormatOK(format, plan.Formats) {
+				return usageError{fmt.Errorf("-o %s: use one of %s", format, strings.Join(plan.Formats, ", "))}
+			}
+			repo, err := gitrepo.Open(".")
+			if err != nil {
+				return err
+			}
+			dir, err := repo.Rel(policyDirArg(args))
+			if err != nil {
+				return usageError{err}
+			}
+			r, err := plan.Plan(plan.Options{Repo: repo, Base: base, Head: head, PolicyDir: dir})
+			if err != nil {
+				return err
+			}
+			if err := r.Write(cmd.OutOrStdout(), format); err != nil {
+				return err
+			}
+			if n := r.NewErrors(); n > 0 {
+				return findingsError{fmt.Sprintf("plan: the change adds %d error finding(s)", n)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&base, "base", "", "the revision to compare with (a branch, tag or SHA)")
+	cmd.Flags().StringVar(&head, "head", "HEAD", "the revision with the change")
+	cmd.Flags().StringVarP(&format, "output", "o", "markdown", "report format: markdown, json or text")
+	return cmd
+}
