@@ -101,7 +101,7 @@ func WriteText(w io.Writer, ds []Difference, sides Sides, blame bool) {
 		case Added:
 			fmt.Fprintf(w, "  missing at %s (only %s has it)\n", sides.From, sides.To)
 		case Removed:
-			fmt.Fprintf(w, "  only at %s (%s does not render it)\n", sides.From, sides.To)
+			fmt.Fprintf(w, "  only at %s (%s does not have it)\n", sides.From, sides.To)
 		default:
 			fmt.Fprintf(w, "  %s\n", d.Path)
 			fmt.Fprintf(w, "    %s %s\n", label(sides.From), valueText(d.From))

@@ -1,121 +1,112 @@
-// Package livedrift compares a live cluster with the render it is pinned to,
-// read-only (get and list only), and checks what Kueue counted for each
-// Workload against what its pods declare.
+// Package livedrift is the live side of drift: what a cluster holds of an
+// environment's pinned render, read-only (get and list only), and what Kueue
+// counted for each Workload against what its pods declare.
 //
+// The live side plugs into package drift as a drift.Side, so the pin and the
+// cluster are compared and explained by the same code as the pin and HEAD.
 // Normalization, so that the "out of sync with no diff" noise users report of
-// Argo CD does not appear: only the fields the render sets are compared
-// (defaulted and server-set fields such as metadata.uid, managedFields,
-// status, or a ClusterQueue's defaulted flavorFungibility are never read);
-// quantities compare by value ("1024Mi" equals "1Gi"); numbers compare with
-// their string forms ("4" equals 4); lists of named items (containers,
-// flavors, parameters) are matched by name, not position.
+// Argo CD does not appear: each live object is projected onto the fields the
+// pinned render sets (Project), so defaulted and server-set fields
+// (metadata.uid, managedFields, status, a ClusterQueue's defaulted
+// flavorFungibility) are never compared; drift.Compare then compares
+// quantities by value ("1024Mi" equals "1Gi") and lists of named items by
+// name.
 package livedrift
 
 import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/gpupolicy/gpupolicy/drift"
 )
 
-// Change is the kind of a live difference.
-type Change string
-
-const (
-	// Missing: the pinned render has the object, the cluster does not.
-	Missing Change = "missing"
-	// Extra: the cluster has an object gpupolicy owns that the render lacks.
-	Extra Change = "extra"
-	// Changed: a field the render sets has another value live.
-	Changed Change = "changed"
-)
-
-// Difference is one way the cluster differs from the pinned render.
-type Difference struct {
-	Change    Change `json:"change"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-	// Path is the field, e.g. spec.resourceGroups[0].flavors[rtx-5060-ti].resources[nvidia.com/gpu].nominalQuota.
-	Path string `json:"path,omitempty"`
-	// Pinned and Live are the values (JSON-ish text); "" when absent.
-	Pinned string `json:"pinned,omitempty"`
-	Live   string `json:"live,omitempty"`
+// Side reads the cluster's copy of every object of a pinned render.
+type Side struct {
+	Client dynamic.Interface
+	Mapper meta.RESTMapper
+	// Pinned is the render the cluster should hold.
+	Pinned drift.Set
+	// Owner selects the objects gpupolicy owns (reconcile's ownership
+	// labels); an owned object the render lacks is reported as extra.
+	Owner map[string]string
+	// Name labels the side in reports ("the cluster"); Where says which
+	// cluster ("context lab-admin").
+	Name, Where string
 }
 
-// Object names the object: Kind/namespace/name or Kind/name.
-func (d Difference) Object() string {
-	if d.Namespace != "" {
-		return d.Kind + "/" + d.Namespace + "/" + d.Name
-	}
-	return d.Kind + "/" + d.Name
-}
+// Label implements drift.Side.
+func (s *Side) Label() string { return s.Name }
 
-// Compare reads each desired object from the cluster and reports missing,
-// extra and changed objects. owner selects the objects gpupolicy owns
-// (reconcile's ownership labels), for finding extra ones.
-func Compare(ctx context.Context, client dynamic.Interface, mapper meta.RESTMapper, desired []*unstructured.Unstructured, owner map[string]string) ([]Difference, error) {
-	var out []Difference
-	want := map[string]bool{}
+// Source implements drift.Side.
+func (s *Side) Source() string { return s.Where }
+
+// Objects implements drift.Side: each pinned object as the cluster holds it,
+// projected onto the fields the render sets; objects the cluster lacks are
+// absent; owned objects the render lacks are present whole (metadata aside).
+func (s *Side) Objects(ctx context.Context) (drift.Set, error) {
+	out := drift.Set{}
 	kinds := map[schema.GroupVersionResource]*meta.RESTMapping{}
-	for _, o := range desired {
-		gvk := o.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	for _, ref := range s.Pinned.Refs() {
+		o := s.Pinned[ref]
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
 		if err != nil {
-			// The kind is not served at all: every such object is missing.
-			out = append(out, Difference{Change: Missing, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(),
-				Live: "kind not served (CRD not installed)"})
-			continue
+			return nil, fmt.Errorf("%s: %w", ref, err)
+		}
+		m, err := s.Mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: o.Kind}, gv.Version)
+		if meta.IsNoMatchError(err) {
+			continue // the kind is not served: the object is missing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ref, err)
 		}
 		kinds[m.Resource] = m
-		want[m.Resource.String()+"/"+o.GetNamespace()+"/"+o.GetName()] = true
-		live, err := resourceFor(client, m, o.GetNamespace()).Get(ctx, o.GetName(), metav1.GetOptions{})
+		live, err := resourceFor(s.Client, m, o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			out = append(out, Difference{Change: Missing, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()})
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s %s: %w", o.GetKind(), o.GetName(), err)
+			return nil, fmt.Errorf("reading %s: %w", ref, err)
 		}
-		for _, fd := range Fields(o.Object, live.Object) {
-			fd.Kind, fd.Namespace, fd.Name = o.GetKind(), o.GetNamespace(), o.GetName()
-			out = append(out, fd)
+		cp := *o
+		cp.Body = Project(o.Body, live.Object)
+		out[ref] = &cp
+	}
+	if len(s.Owner) == 0 {
+		return out, nil
+	}
+	sel := labels.SelectorFromSet(s.Owner).String()
+	var gvrs []schema.GroupVersionResource
+	for g := range kinds {
+		gvrs = append(gvrs, g)
+	}
+	sort.Slice(gvrs, func(i, j int) bool { return gvrs[i].String() < gvrs[j].String() })
+	for _, g := range gvrs {
+		list, err := s.Client.Resource(g).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", g.Resource, err)
+		}
+		kind := kinds[g].GroupVersionKind.Kind
+		for _, it := range list.Items {
+			ref := drift.Ref(kind, it.GetNamespace(), it.GetName())
+			if _, ok := s.Pinned[ref]; ok {
+				continue
+			}
+			body := it.Object
+			delete(body, "status")
+			if md, ok := body["metadata"].(map[string]any); ok {
+				body["metadata"] = map[string]any{"name": md["name"], "namespace": md["namespace"], "labels": md["labels"]}
+			}
+			out[ref] = &drift.Object{APIVersion: it.GetAPIVersion(), Kind: kind, Namespace: it.GetNamespace(), Name: it.GetName(), Body: body}
 		}
 	}
-	if len(owner) > 0 {
-		sel := labels.SelectorFromSet(owner).String()
-		var gvrs []schema.GroupVersionResource
-		for g := range kinds {
-			gvrs = append(gvrs, g)
-		}
-		sort.Slice(gvrs, func(i, j int) bool { return gvrs[i].String() < gvrs[j].String() })
-		for _, g := range gvrs {
-			list, err := client.Resource(g).List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err != nil {
-				return nil, fmt.Errorf("listing %s: %w", g.Resource, err)
-			}
-			for _, it := range list.Items {
-				if !want[g.String()+"/"+it.GetNamespace()+"/"+it.GetName()] {
-					out = append(out, Difference{Change: Extra, Kind: kinds[g].GroupVersionKind.Kind, Namespace: it.GetNamespace(), Name: it.GetName()})
-				}
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Object() != out[j].Object() {
-			return out[i].Object() < out[j].Object()
-		}
-		return out[i].Path < out[j].Path
-	})
 	return out, nil
 }
 
@@ -126,98 +117,105 @@ func resourceFor(client dynamic.Interface, m *meta.RESTMapping, ns string) dynam
 	return client.Resource(m.Resource)
 }
 
-// ignoredMetadata are metadata fields the render never owns alone.
-var comparedMetadata = map[string]bool{"labels": true, "annotations": true}
-
-// Fields compares the fields that desired sets with live and returns one
-// Changed difference per leaf that differs (Kind and name left empty).
-func Fields(desired, live map[string]any) []Difference {
-	var out []Difference
-	for _, k := range sortedKeys(desired) {
+// Project returns live restricted to the fields desired sets: maps keep
+// desired's keys, lists of named items keep live's items (so an item added
+// by hand shows), other lists and scalars are live's values. metadata keeps
+// the name, namespace, and the labels and annotations desired sets; status
+// is dropped.
+func Project(desired, live map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, dv := range desired {
+		lv, ok := live[k]
 		switch k {
-		case "apiVersion", "kind", "status":
+		case "status":
+			continue
+		case "apiVersion", "kind":
+			out[k] = dv
 			continue
 		case "metadata":
-			dm, _ := desired[k].(map[string]any)
-			lm, _ := live[k].(map[string]any)
-			for _, mk := range sortedKeys(dm) {
-				if comparedMetadata[mk] {
-					walk(&out, "metadata."+mk, dm[mk], lm[mk])
+			dm, _ := dv.(map[string]any)
+			lm, _ := lv.(map[string]any)
+			md := map[string]any{}
+			for _, mk := range []string{"name", "namespace"} {
+				if v, ok := lm[mk]; ok {
+					md[mk] = v
 				}
 			}
+			for _, mk := range []string{"labels", "annotations"} {
+				if d, ok := dm[mk].(map[string]any); ok {
+					if l, ok := lm[mk].(map[string]any); ok {
+						md[mk] = projectValue(d, l)
+					}
+				}
+			}
+			out[k] = md
 			continue
 		}
-		walk(&out, k, desired[k], live[k])
+		if ok {
+			out[k] = projectValue(dv, lv)
+		}
 	}
 	return out
 }
 
-func walk(out *[]Difference, path string, d, l any) {
+func projectValue(d, l any) any {
 	switch dv := d.(type) {
 	case map[string]any:
 		lv, ok := l.(map[string]any)
 		if !ok {
-			if len(dv) == 0 && l == nil {
-				return // {} and absent mean the same to the server
+			return l
+		}
+		out := map[string]any{}
+		for k, x := range dv {
+			if y, ok := lv[k]; ok {
+				out[k] = projectValue(x, y)
 			}
-			*out = append(*out, Difference{Change: Changed, Path: path, Pinned: show(d), Live: show(l)})
-			return
 		}
-		for _, k := range sortedKeys(dv) {
-			walk(out, path+field(k), dv[k], lv[k])
-		}
+		return out
 	case []any:
-		lv, _ := l.([]any)
-		if named(dv) && named(lv) {
-			byName := map[string]any{}
+		lv, ok := l.([]any)
+		if !ok {
+			return l
+		}
+		if dn := names(dv); dn != nil && names(lv) != nil {
+			out := make([]any, 0, len(lv))
 			for _, it := range lv {
-				byName[itemName(it)] = it
-			}
-			seen := map[string]bool{}
-			for _, it := range dv {
-				n := itemName(it)
-				seen[n] = true
-				walk(out, path+"["+n+"]", it, byName[n])
-			}
-			for _, it := range lv {
-				if n := itemName(it); !seen[n] {
-					*out = append(*out, Difference{Change: Changed, Path: path + "[" + n + "]", Live: show(it)})
+				if d, ok := dn[itemName(it)]; ok {
+					out = append(out, projectValue(d, it))
+				} else {
+					out = append(out, it)
 				}
 			}
-			return
+			return out
 		}
-		if len(dv) != len(lv) {
-			*out = append(*out, Difference{Change: Changed, Path: path, Pinned: show(d), Live: show(l)})
-			return
+		if len(dv) == len(lv) {
+			out := make([]any, len(lv))
+			for i := range lv {
+				out[i] = projectValue(dv[i], lv[i])
+			}
+			return out
 		}
-		for i := range dv {
-			walk(out, fmt.Sprintf("%s[%d]", path, i), dv[i], lv[i])
-		}
+		return l
 	default:
-		if !scalarEqual(d, l) {
-			*out = append(*out, Difference{Change: Changed, Path: path, Pinned: show(d), Live: show(l)})
-		}
+		return l
 	}
 }
 
-// field renders a map key as a path element: .name or ["nvidia.com/gpu"].
-func field(k string) string {
-	if strings.ContainsAny(k, "./") {
-		return fmt.Sprintf("[%q]", k)
-	}
-	return "." + k
-}
-
-func named(items []any) bool {
+// names indexes a list of named items by name; nil when not every item has
+// a name.
+func names(items []any) map[string]any {
 	if len(items) == 0 {
-		return false
+		return nil
 	}
+	out := map[string]any{}
 	for _, it := range items {
-		if itemName(it) == "" {
-			return false
+		n := itemName(it)
+		if n == "" {
+			return nil
 		}
+		out[n] = it
 	}
-	return true
+	return out
 }
 
 func itemName(it any) string {
@@ -227,46 +225,4 @@ func itemName(it any) string {
 	}
 	n, _ := m["name"].(string)
 	return n
-}
-
-// scalarEqual compares leaves: by quantity value when both parse as
-// Kubernetes quantities, else by string form.
-func scalarEqual(d, l any) bool {
-	ds, ls := fmt.Sprint(d), fmt.Sprint(l)
-	if l == nil {
-		return d == nil
-	}
-	if ds == ls {
-		return true
-	}
-	dq, err1 := resource.ParseQuantity(ds)
-	lq, err2 := resource.ParseQuantity(ls)
-	return err1 == nil && err2 == nil && dq.Cmp(lq) == 0
-}
-
-func show(v any) string {
-	if v == nil {
-		return ""
-	}
-	switch x := v.(type) {
-	case string:
-		return x
-	case map[string]any, []any:
-		s := fmt.Sprint(x)
-		if len(s) > 120 {
-			s = s[:117] + "..."
-		}
-		return s
-	default:
-		return fmt.Sprint(x)
-	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

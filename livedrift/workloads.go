@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/gpupolicy/gpupolicy/policy"
 )
 
 var (
@@ -119,11 +121,11 @@ func countMessage(wc WorkloadCount, defaultMiB int64) string {
 	switch {
 	case wc.AtDefault && wc.AskedMiB >= 0 && wc.AskedMiB != wc.CountedMiB:
 		return fmt.Sprintf("%s asked for %s MiB of GPU memory, but its pod declares none: it %s as %s MiB, the LimitRange default",
-			who, thousands(wc.AskedMiB), verb, thousands(wc.CountedMiB))
+			who, policy.Thousands(wc.AskedMiB), verb, policy.Thousands(wc.CountedMiB))
 	case wc.AtDefault:
-		return fmt.Sprintf("%s declares no GPU memory: it %s at the %s MiB LimitRange default", who, verb, thousands(defaultMiB))
+		return fmt.Sprintf("%s declares no GPU memory: it %s at the %s MiB LimitRange default", who, verb, policy.Thousands(defaultMiB))
 	default:
-		return fmt.Sprintf("%s declares %s MiB and %s as %s MiB", who, thousands(wc.CountedMiB), verb, thousands(wc.CountedMiB))
+		return fmt.Sprintf("%s declares %s MiB and %s as %s MiB", who, policy.Thousands(wc.CountedMiB), verb, policy.Thousands(wc.CountedMiB))
 	}
 }
 
@@ -203,12 +205,4 @@ func mib(q resource.Quantity) int64 {
 		return q.Value() >> 20
 	}
 	return q.Value()
-}
-
-func thousands(v int64) string {
-	s := fmt.Sprint(v)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

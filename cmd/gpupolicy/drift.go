@@ -13,9 +13,13 @@ import (
 func init() { commands = append(commands, newDriftCmd) }
 
 func newDriftCmd() *cobra.Command {
-	var env, format string
+	var (
+		env, format string
+		live        bool
+		cf          clusterFlags
+	)
 	cmd := &cobra.Command{
-		Use:   "drift --env ENV [-o text|json|markdown]",
+		Use:   "drift --env ENV [--live] [-o text|json|markdown]",
 		Short: "Compare the render at an environment's pin with the render at HEAD",
 		Long: `drift reads environment ENV's render at its pin (the commit its cluster syncs
 from) and at HEAD, straight from git objects (no checkout), and reports
@@ -29,11 +33,24 @@ The render at a commit is deploy/ENV as committed there; a commit without
 deploy/ENV has its policy rendered from its own git tree through the
 environment's overlay.
 
-Exit 0 when the renders match, 1 on drift, 2 on an error (a pin that names
-no commit, a render that fails).`,
+With --live it also reads the environment's cluster (read-only: get, list
+and watch are all it needs) and compares it with the render at the pin:
+objects missing from the cluster, objects gpupolicy owns that the pin does
+not render, and fields changed by hand. Only the fields the render sets are
+compared, so what the API server defaults or sets (uid, managedFields,
+status, a ClusterQueue's flavorFungibility) is never reported, and
+quantities compare by value (1Gi equals 1024Mi). It then checks every Kueue
+Workload: the GPU-memory declaration its pods carry against what Kueue
+counted, naming the jobs counted at the LimitRange default — the write-up's
+eval job that asked for 12,452 MiB and was counted as 1,024.
+
+Exit 0 when the renders (and with --live the cluster) match and no job is
+counted at the default, 1 on drift, 2 on an error (a pin that names no
+commit, a render that fails, a cluster that cannot be read).`,
 		Example: `  gpupolicy drift --env lab
   gpupolicy drift --env lab -o markdown   # a scheduled report
-  gpupolicy drift --env lab -o json`,
+  gpupolicy drift --env lab -o json
+  gpupolicy drift --env local --live`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if env == "" {
@@ -61,6 +78,9 @@ no commit, a render that fails).`,
 			if err != nil {
 				return err
 			}
+			if live {
+				return runLiveDrift(cmd, t, r, cf, format)
+			}
 			if err := r.Write(cmd.OutOrStdout(), format); err != nil {
 				return err
 			}
@@ -70,6 +90,8 @@ no commit, a render that fails).`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&live, "live", false, "also compare the environment's cluster with the pin, and check what Kueue counted")
+	cf.add(cmd)
 	cmd.Flags().StringVar(&env, "env", "", "the environment (environments/ENV)")
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "report format: text, json or markdown")
 	return cmd

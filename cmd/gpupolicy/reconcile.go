@@ -1,0 +1,129 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpupolicy/gpupolicy/reconcile"
+)
+
+func init() { commands = append(commands, newReconcileCmd) }
+
+func newReconcileCmd() *cobra.Command {
+	var (
+		env, format string
+		dryRun      bool
+		cf          clusterFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "reconcile --env ENV [--kubeconfig F] [--context C] [--dry-run]",
+		Short: "Apply the render at an environment's pin to its cluster",
+		Long: `reconcile brings environment ENV's cluster to the render at its pin (the
+commit in environments/ENV/environment.yaml), read straight from git objects:
+
+  - server-side apply of every object, with field manager "gpupolicy",
+    taking over fields someone set by hand;
+  - in order: Namespaces, then cluster-scoped objects (ResourceFlavors and
+    WorkloadPriorityClasses before the ClusterQueues that name them), then
+    namespaced ones (LimitRanges and ConfigMaps before LocalQueues and
+    WorkflowTemplates). Kueue's and Argo's CRDs must be installed; a missing
+    one stops the run before anything is applied;
+  - pruning of the objects gpupolicy owns (labels
+    app.kubernetes.io/managed-by=gpupolicy and gpupolicy.dev/environment=ENV)
+    that the pin no longer renders. Namespaces are never pruned.
+
+A second run changes nothing and says so. When a run fails midway it lists
+what was applied, what failed and what was not reached; run it again to
+complete it. --dry-run sends everything with the API server's dry run: every
+admission check runs, nothing is stored, nothing is pruned.
+
+Exit 0 when the cluster matches the pin, 2 on an error.`,
+		Example: `  gpupolicy reconcile --env local --dry-run
+  gpupolicy reconcile --env local
+  gpupolicy reconcile --env lab --context lab-admin`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if env == "" {
+				return usageError{errors.New("--env ENV is required")}
+			}
+			if format != "text" && format != "json" {
+				return usageError{fmt.Errorf("-o %s: use text or json", format)}
+			}
+			t, err := openEnv(env, true)
+			if err != nil {
+				return err
+			}
+			set, side, err := pinnedSet(cmd.Context(), t)
+			if err != nil {
+				return err
+			}
+			c, where, err := cf.clients(t)
+			if err != nil {
+				return err
+			}
+			stderr := cmd.ErrOrStderr()
+			verb := "reconciling"
+			if dryRun {
+				verb = "dry run: reconciling"
+			}
+			fmt.Fprintf(stderr, "%s %s (%d objects from %s) on %s\n", verb, env, len(set), side.Source(), where)
+			r := &reconcile.Reconciler{Client: c.Dynamic, Mapper: c.Mapper}
+			res, applyErr := r.Apply(cmd.Context(), unstructuredObjects(set), reconcile.Options{
+				Owner:  ownerLabels(env),
+				DryRun: dryRun,
+				Progress: func(ch reconcile.Change) {
+					if ch.Action != reconcile.Unchanged && ch.Action != reconcile.NotApplied {
+						fmt.Fprintf(stderr, "  %s\n", ch)
+					}
+				},
+			})
+			if format == "json" {
+				if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
+					return err
+				}
+			} else {
+				writeReconcileSummary(cmd.OutOrStdout(), env, res, applyErr)
+			}
+			return applyErr
+		},
+	}
+	cmd.Flags().StringVar(&env, "env", "", "the environment (environments/ENV)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "use the API server's dry run; change nothing")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "report format: text or json")
+	cf.add(cmd)
+	return cmd
+}
+
+func writeReconcileSummary(w io.Writer, env string, res *reconcile.Result, applyErr error) {
+	prefix := ""
+	if res.DryRun {
+		prefix = "dry run: "
+	}
+	counts := fmt.Sprintf("%d created, %d configured, %d unchanged, %d pruned",
+		res.Count(reconcile.Created), res.Count(reconcile.Configured), res.Count(reconcile.Unchanged), res.Count(reconcile.Pruned))
+	switch {
+	case applyErr != nil:
+		fmt.Fprintf(w, "%sreconcile of %s stopped: %s; %d failed, %d not applied\n", prefix, env, counts,
+			res.Count(reconcile.Failed), res.Count(reconcile.NotApplied))
+		for _, ch := range res.Changes {
+			if ch.Action == reconcile.Failed || ch.Action == reconcile.NotApplied {
+				fmt.Fprintf(w, "  %s\n", ch)
+			}
+		}
+		fmt.Fprintf(w, "run it again to complete it\n")
+	case !res.Changed():
+		fmt.Fprintf(w, "%s%s: nothing to change, the cluster matches the pin (%d objects)\n", prefix, env, len(res.Changes))
+	default:
+		fmt.Fprintf(w, "%s%s: %s\n", prefix, env, counts)
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
