@@ -119,9 +119,10 @@ func resourceFor(client dynamic.Interface, m *meta.RESTMapping, ns string) dynam
 
 // Project returns live restricted to the fields desired sets: maps keep
 // desired's keys, lists of named items keep live's items (so an item added
-// by hand shows), other lists and scalars are live's values. metadata keeps
-// the name, namespace, and the labels and annotations desired sets; status
-// is dropped.
+// by hand shows), other lists and scalars are live's values; a field desired
+// sets to its zero value ("", false, 0, {}) and live omits counts as equal.
+// metadata keeps the name, namespace, and the labels and annotations desired
+// sets; status is dropped.
 func Project(desired, live map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, dv := range desired {
@@ -153,9 +154,34 @@ func Project(desired, live map[string]any) map[string]any {
 		}
 		if ok {
 			out[k] = projectValue(dv, lv)
+		} else if isZero(dv) {
+			out[k] = dv
 		}
 	}
 	return out
+}
+
+// isZero reports a value the API server drops when it serializes a field
+// marked omitempty: "", false, 0, an empty map or list. The render writing
+// storageClassName: "" and the cluster omitting it say the same thing.
+func isZero(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	case int64:
+		return x == 0
+	case float64:
+		return x == 0
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	}
+	return false
 }
 
 func projectValue(d, l any) any {
@@ -169,6 +195,8 @@ func projectValue(d, l any) any {
 		for k, x := range dv {
 			if y, ok := lv[k]; ok {
 				out[k] = projectValue(x, y)
+			} else if isZero(x) {
+				out[k] = x
 			}
 		}
 		return out

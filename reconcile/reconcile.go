@@ -57,6 +57,9 @@ type Change struct {
 	Name      string `json:"name"`
 	Action    Action `json:"action"`
 	Error     string `json:"error,omitempty"`
+	// Note qualifies the action, e.g. that a dry run could not ask the
+	// server about an object whose namespace the same run creates.
+	Note string `json:"note,omitempty"`
 }
 
 func (c Change) String() string {
@@ -64,8 +67,11 @@ func (c Change) String() string {
 	if c.Namespace != "" {
 		id = c.Kind + "/" + c.Namespace + "/" + c.Name
 	}
-	if c.Error != "" {
+	switch {
+	case c.Error != "":
 		return fmt.Sprintf("%s %s: %s", id, c.Action, c.Error)
+	case c.Note != "":
+		return fmt.Sprintf("%s %s (%s)", id, c.Action, c.Note)
 	}
 	return fmt.Sprintf("%s %s", id, c.Action)
 }
@@ -142,9 +148,19 @@ func (r *Reconciler) Apply(ctx context.Context, desired []*unstructured.Unstruct
 		dryRun = []string{metav1.DryRunAll}
 	}
 	force := true
+	newNamespaces := map[string]bool{}
 	for i, o := range objs {
 		ch := Change{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
 		action, err := r.applyOne(ctx, mappings[i], o, dryRun, force)
+		if err == nil && action == Created && o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
+			newNamespaces[o.GetName()] = true
+		}
+		if err != nil && opts.DryRun && apierrors.IsNotFound(err) && newNamespaces[o.GetNamespace()] {
+			// A dry run stores nothing, so the namespace it would create
+			// does not exist for the objects in it.
+			action, err = Created, nil
+			ch.Note = "its namespace is new in this run, so the server could not check it"
+		}
 		if err != nil {
 			ch.Action, ch.Error = Failed, err.Error()
 			res.Changes = append(res.Changes, ch)
