@@ -479,7 +479,10 @@ func (x *checker) job(ctx context.Context, t *testing.T, ns, name, localQueue, p
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr[int32](0),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{labelCrossCheck: "true"}},
+				// Services and jobs hold their quota for the whole check: the
+				// simulated node ends a Job's pod after 1 s unless told.
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{labelCrossCheck: "true"},
+					Annotations: map[string]string{cluster.AnnotationRunSeconds: "1h"}},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					NodeSelector:  x.p.Cards[card].NodeLabels,
