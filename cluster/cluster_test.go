@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"os"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,52 +20,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gpupolicy/gpupolicy/cluster"
+	"github.com/gpupolicy/gpupolicy/cluster/clustertest"
 )
 
-// One cluster serves every test in the package; TestMain stops it and
-// checks that nothing is left behind.
-var (
-	shared     *cluster.Cluster
-	sharedErr  error
-	sharedOnce sync.Once
-)
+// One cluster serves every test in the package; clustertest.Main stops it
+// and checks that nothing is left behind.
+func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if shared != nil {
-		runDir := shared.RunDir()
-		if err := shared.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the lab cluster:", err)
-			code = 1
-		} else if pids := cluster.RunningPIDs(runDir); len(pids) > 0 {
-			fmt.Fprintln(os.Stderr, "processes left after Stop:", pids)
-			code = 1
-		} else if _, err := os.Stat(runDir); !os.IsNotExist(err) {
-			fmt.Fprintln(os.Stderr, "run directory left after Stop:", runDir)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// labCluster returns the shared cluster, starting it on first use, or skips
-// the test when the binaries are not built.
-func labCluster(t *testing.T) *cluster.Cluster {
-	t.Helper()
-	if err := cluster.Available(); err != nil {
-		t.Skip(err)
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping tests that start the lab cluster")
-	}
-	sharedOnce.Do(func() {
-		shared, sharedErr = cluster.Start(context.Background(), cluster.Options{Logf: log.Printf})
-	})
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	return shared
-}
+func labCluster(t *testing.T) *cluster.Cluster { return clustertest.Shared(t) }
 
 var (
 	gvrWorkload     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}

@@ -183,11 +183,11 @@ func walk(out *[]Difference, path string, keys []any, f, t any, hasF, hasT bool)
 			fm, tm := map[string]any{}, map[string]any{}
 			var order []string
 			for _, it := range fv {
-				fm[itemName(it)] = it
-				order = append(order, itemName(it))
+				fm[ItemName(it)] = it
+				order = append(order, ItemName(it))
 			}
 			for _, it := range tv {
-				n := itemName(it)
+				n := ItemName(it)
 				if _, ok := fm[n]; !ok {
 					order = append(order, n)
 				}
@@ -288,7 +288,7 @@ func named(items []any) bool {
 	}
 	seen := map[string]bool{}
 	for _, it := range items {
-		n := itemName(it)
+		n := ItemName(it)
 		if n == "" || seen[n] {
 			return false
 		}
@@ -297,7 +297,9 @@ func named(items []any) bool {
 	return true
 }
 
-func itemName(it any) string {
+// ItemName is the name of a list item that is a map with a string "name"
+// (containers, flavors, resources, parameters), "" otherwise.
+func ItemName(it any) string {
 	m, ok := it.(map[string]any)
 	if !ok {
 		return ""

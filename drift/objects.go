@@ -187,7 +187,7 @@ func lookup(v any, keys ...any) (any, bool) {
 			case string:
 				found := false
 				for _, it := range c {
-					if itemName(it) == kk {
+					if ItemName(it) == kk {
 						v, found = it, true
 						break
 					}

@@ -208,7 +208,7 @@ func projectValue(d, l any) any {
 		if dn := names(dv); dn != nil && names(lv) != nil {
 			out := make([]any, 0, len(lv))
 			for _, it := range lv {
-				if d, ok := dn[itemName(it)]; ok {
+				if d, ok := dn[drift.ItemName(it)]; ok {
 					out = append(out, projectValue(d, it))
 				} else {
 					out = append(out, it)
@@ -237,20 +237,11 @@ func names(items []any) map[string]any {
 	}
 	out := map[string]any{}
 	for _, it := range items {
-		n := itemName(it)
+		n := drift.ItemName(it)
 		if n == "" {
 			return nil
 		}
 		out[n] = it
 	}
 	return out
-}
-
-func itemName(it any) string {
-	m, ok := it.(map[string]any)
-	if !ok {
-		return ""
-	}
-	n, _ := m["name"].(string)
-	return n
 }

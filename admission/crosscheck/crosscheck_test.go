@@ -16,11 +16,9 @@ package crosscheck_test
 import (
 	"context"
 	"fmt"
-	"log"
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,42 +36,13 @@ import (
 	"github.com/gpupolicy/gpupolicy/admission"
 	. "github.com/gpupolicy/gpupolicy/admission/admissiontest"
 	"github.com/gpupolicy/gpupolicy/cluster"
+	"github.com/gpupolicy/gpupolicy/cluster/clustertest"
 	"github.com/gpupolicy/gpupolicy/policy"
 )
 
-var (
-	shared     *cluster.Cluster
-	sharedErr  error
-	sharedOnce sync.Once
-)
+func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if shared != nil {
-		if err := shared.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the lab cluster:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-func labCluster(t *testing.T) *cluster.Cluster {
-	t.Helper()
-	if err := cluster.Available(); err != nil {
-		t.Skip(err)
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping the cross-check against the lab cluster")
-	}
-	sharedOnce.Do(func() {
-		shared, sharedErr = cluster.Start(context.Background(), cluster.Options{Logf: log.Printf})
-	})
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	return shared
-}
+func labCluster(t *testing.T) *cluster.Cluster { return clustertest.Shared(t) }
 
 var (
 	gvrWorkload     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
