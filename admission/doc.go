@@ -41,7 +41,7 @@
 // many jobs are admitted at once, what binds, what the locks do, what is
 // left, how preemption changes it, and the findings (starvation, dead
 // preemption paths, lock sizes, declared against physical GPU memory, mixed
-// units). Its JSON form is a documented contract (CONTRACT.md).
+// units). Its JSON form is a documented contract (README: explain -o json).
 //
 // Units: shares are time-slicing replicas of nvidia.com/gpu; host memory and
 // GPU memory are MiB, as in package policy. Quantities leave the package as

@@ -19,7 +19,7 @@ const MaxOnDemand = 16
 const maxJobs = 4096
 
 // Report is what Explain finds: the capacity table and the findings. Its
-// JSON form is the contract described in CONTRACT.md.
+// JSON form is the contract described in the README (explain -o json: the contract).
 type Report struct {
 	// Policy is the policy's name.
 	Policy string `json:"policy"`

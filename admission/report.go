@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 )
 
-// WriteJSON writes the report as the JSON contract (CONTRACT.md), indented,
+// WriteJSON writes the report as the JSON contract (README: explain -o json), indented,
 // with a trailing newline. Map keys are sorted, rows and findings are in
 // Explain's deterministic order, so equal policies give equal bytes.
 func (r *Report) WriteJSON(w io.Writer) error {

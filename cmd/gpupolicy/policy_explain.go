@@ -33,7 +33,7 @@ Findings (stable rule IDs):
 ` + strings.Join(rules, "\n") + `
 
 Output: -o text (default, a table and the findings), json (the contract in
-admission/CONTRACT.md) or markdown (for a pull-request comment).
+README.md, "explain -o json: the contract") or markdown (for a pull-request comment).
 
 Exit 0 when no finding is an error, 1 when one is, 2 on a bad policy or
 usage.`,

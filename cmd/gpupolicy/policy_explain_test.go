@@ -7,7 +7,7 @@ import (
 )
 
 // TestExplainJSONContract decodes `explain -o json` generically and checks
-// the documented shape (admission/CONTRACT.md) and the lab's numbers.
+// the documented shape (README.md, "explain -o json: the contract") and the lab's numbers.
 func TestExplainJSONContract(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := run([]string{"explain", "../../policies/lab", "-o", "json"}, &out, &errOut)
