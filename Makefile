@@ -13,7 +13,7 @@ BIN      := $(CURDIR)/bin
 GPUPOLICY := $(BIN)/gpupolicy
 CUE      := $(BIN)/cue
 
-.PHONY: all build cue lab test test-go bench vet-lab fmt
+.PHONY: all build cue lab test bench vet-lab fmt testjob-deps
 
 all: build
 
@@ -36,9 +36,17 @@ lab: vet-lab
 	$(GPUPOLICY) render policies/lab
 	$(GPUPOLICY) explain policies/lab || [ $$? -eq 1 ]
 
-test: build cue cluster-build
+# Debian's CPU build of PyTorch, for the test job's CPU path (testjob's tests
+# run the real script against its CPU reference).
+testjob-deps:
+	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-torch; }
+
+test: build cue cluster-build testjob-deps
 	$(CUE) vet -c ./policies/lab
 	$(GO) vet ./...
+	$(GPUPOLICY) render --env lab --check
+	$(GPUPOLICY) render --env local --check
 	$(GO) test $(NVML_FLAGS) -count=1 -timeout 40m ./...
 
 bench:

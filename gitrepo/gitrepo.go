@@ -148,6 +148,12 @@ func (g *Repo) resolve(rev string) (plumbing.Hash, error) {
 	if rev == "" {
 		return plumbing.ZeroHash, fmt.Errorf("empty revision")
 	}
+	// go-git's revision parser ignores what it does not understand
+	// (HEAD@{1} resolves to HEAD, HEAD^{tree} to HEAD's commit); a pin must
+	// never be a silent guess, so those forms are refused.
+	if strings.Contains(rev, "@{") || strings.Contains(rev, "^{") || strings.Contains(rev, ":") {
+		return plumbing.ZeroHash, fmt.Errorf("revision %q: reflog (@{…}), peel (^{…}) and path (:) forms are not supported; name a commit, branch or tag", rev)
+	}
 	if isHex(rev) && len(rev) < 4 {
 		return plumbing.ZeroHash, fmt.Errorf("revision %q is too short to name a commit (4 hex digits at least)", rev)
 	}
@@ -161,6 +167,10 @@ func (g *Repo) resolve(rev string) (plumbing.Hash, error) {
 				}
 			}
 			return plumbing.ZeroHash, fmt.Errorf("revision %q %w%s", rev, ErrUnknownRevision, hint)
+		}
+		if errors.Is(err, io.EOF) {
+			// HEAD~12 past the root commit.
+			return plumbing.ZeroHash, fmt.Errorf("revision %q %w (it goes past the first commit)", rev, ErrUnknownRevision)
 		}
 		return plumbing.ZeroHash, fmt.Errorf("revision %q: %w", rev, err)
 	}

@@ -39,6 +39,8 @@ var (
 		"a template or service runs in a namespace where its queue has a LocalQueue"}
 	RuleDuplicateLock = Rule{"duplicate-lock",
 		"a template takes each lock once"}
+	RuleQuotaOverCard = Rule{"quota-over-card",
+		"the queues' nominal share quotas on a card add up to no more than the card's shares: a quota the card cannot back admits jobs that never schedule"}
 	RuleBorrowWithoutReclaim = Rule{"borrow-without-reclaim",
 		"Kueue rejects a ClusterQueue whose borrowWithinCohort preempts while reclaimWithinCohort is Never (CEL rule of ClusterQueuePreemption, v1beta2)"}
 )
@@ -48,7 +50,7 @@ var Rules = []Rule{
 	RuleUnknownReference, RuleDefaultPriority, RuleDuplicatePriority,
 	RuleLimitWithoutCohort, RuleLendingOverNominal, RuleLockCycle, RuleLockOrder,
 	RuleDuplicateLock, RuleSharesOverCard, RuleUnitsMixed, RuleQueueLacksFlavor, RuleNoLocalQueue,
-	RuleBorrowWithoutReclaim,
+	RuleBorrowWithoutReclaim, RuleQuotaOverCard,
 }
 
 // Check applies the semantic rules and returns every violation, sorted by
@@ -334,6 +336,24 @@ func (c *checker) locks() {
 
 func (c *checker) shares() {
 	p := c.p
+	for _, card := range p.CardNames() {
+		total, first := int64(0), ""
+		var holders []string
+		for _, qn := range p.QueueNames() {
+			if fq, ok := p.Queues[qn].Flavors[card]; ok && fq.Shares.Nominal > 0 {
+				total += fq.Shares.Nominal
+				holders = append(holders, fmt.Sprintf("%s %d", qn, fq.Shares.Nominal))
+				if first == "" {
+					first = qn
+				}
+			}
+		}
+		if total > p.Cards[card].Shares {
+			c.add(RuleQuotaOverCard, []string{"queues", first, "flavors", card, "shares", "nominalQuota"},
+				"the queues' nominal quotas on card %q add up to %d shares (%s), but the card has %d",
+				card, total, strings.Join(holders, ", "), p.Cards[card].Shares)
+		}
+	}
 	for _, n := range p.ServiceNames() {
 		s := p.Services[n]
 		if card, ok := p.Cards[s.Card]; ok && s.Request.Shares > card.Shares {

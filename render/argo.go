@@ -164,6 +164,12 @@ func workflowTemplate(p *policy.Policy, t policy.Template, name, variant string,
 	if t.TimeLimitSeconds > 0 {
 		tmpl.ActiveDeadlineSeconds = ptrTo(deadline(t.TimeLimitSeconds))
 	}
+	// A queue with quota on several cards gives a job the first flavor that
+	// fits; Kueue skips flavors whose nodeLabels the pod's nodeSelector
+	// rules out, so the step names its card's labels to be admitted on it.
+	if len(q.Flavors) > 1 && len(p.Cards[t.Card].NodeLabels) > 0 {
+		tmpl.NodeSelector = p.Cards[t.Card].NodeLabels
+	}
 	if cache != nil {
 		tmpl.Volumes = []corev1.Volume{{
 			Name: ModelCacheVolume,

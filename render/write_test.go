@@ -22,7 +22,8 @@ func readDir(t *testing.T, dir string) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[e.Name()] = string(b)
+		// Drop the generated-file header gen adds.
+		out[e.Name()] = strings.TrimPrefix(string(b), GeneratedPrefix+" (test)\n")
 	}
 	return out
 }
@@ -54,8 +55,8 @@ func onlyDir(t *testing.T, parent, want string) {
 }
 
 var (
-	oldRender = map[string][]byte{"a.yaml": []byte("old a\n"), "stale.yaml": []byte("old stale\n")}
-	newRender = map[string][]byte{"a.yaml": []byte("new a\n"), "b.yaml": []byte("new b\n"), "c.yaml": []byte("new c\n")}
+	oldRender = map[string][]byte{"a.yaml": gen("old a"), "stale.yaml": gen("old stale")}
+	newRender = map[string][]byte{"a.yaml": gen("new a"), "b.yaml": gen("new b"), "c.yaml": gen("new c")}
 )
 
 func TestWriteCreatesAndReplaces(t *testing.T) {
@@ -243,5 +244,28 @@ func TestExchange(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(b, "a.yaml")); err != nil {
 		t.Error("b does not hold a's content")
+	}
+}
+
+func gen(body string) []byte { return []byte(GeneratedPrefix + " (test)\n" + body + "\n") }
+
+// A directory with a .yaml file gpupolicy did not generate (a hand-written
+// Deployment) is never replaced.
+func TestWriteRefusesHandWrittenYAML(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lab")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine := []byte("apiVersion: apps/v1\nkind: Deployment\n")
+	if err := os.WriteFile(filepath.Join(dir, "important.yaml"), mine, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := Write(dir, newRender)
+	if err == nil || !strings.Contains(err.Error(), "important.yaml, which gpupolicy did not generate") {
+		t.Fatalf("Write = %v, want a refusal naming important.yaml", err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "important.yaml"))
+	if string(got) != string(mine) {
+		t.Fatal("important.yaml changed")
 	}
 }

@@ -348,7 +348,7 @@ func Generated(queues int) *policy.Policy {
 	for c := 0; c < cohorts && q < queues; c++ {
 		card := fmt.Sprintf("card-%03d", c)
 		cohort := fmt.Sprintf("cohort-%03d", c)
-		w.Card(card, 24576, 16)
+		w.Card(card, 24576, 17) // 8 for the first queue, 1 each for nine more
 		for i := 0; i < 10 && q < queues; i, q = i+1, q+1 {
 			name := fmt.Sprintf("q-%04d", q)
 			f := MakeFlavor(card)

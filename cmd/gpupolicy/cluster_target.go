@@ -41,6 +41,11 @@ func (f *clusterFlags) clients(t *envTarget) (*kubeclient.Clients, string, error
 	if ctx != "" {
 		where = "context " + ctx + " (" + c.Config.Host + ")"
 	}
+	// Ask once, so that an unreachable cluster is reported as that and not
+	// as a missing CRD further on.
+	if _, err := c.Kube.Discovery().ServerVersion(); err != nil {
+		return nil, "", fmt.Errorf("cannot reach the cluster at %s: %w", where, err)
+	}
 	return c, where, nil
 }
 
