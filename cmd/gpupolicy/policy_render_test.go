@@ -90,7 +90,7 @@ func TestRenderOutReplacesPreviousRender(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	first := dirFiles(t, out)
-	if err := os.WriteFile(filepath.Join(out, "configmap_gone_gone.yaml"), []byte("stale\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "configmap_gone_gone.yaml"), []byte(render.GeneratedPrefix+" from policy \"lab\". DO NOT EDIT.\nstale\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runCLI(t, "render", lab, "--out", out)
