@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpupolicy/gpupolicy/policy"
+	"github.com/gpupolicy/gpupolicy/testjob"
 )
 
 const argoAPIVersion = "argoproj.io/v1alpha1"
@@ -62,6 +63,20 @@ func semaphoreConfigMap(p *policy.Policy, namespace string, locks []string) Obje
 		Data: data,
 	}
 	return object(cm, []string{"locks"})
+}
+
+// testJobConfigMap ships the CUDA test job (package testjob) to a job
+// namespace; gpupolicy verify mounts it into the steps it submits through
+// the GPU step templates.
+func testJobConfigMap(p *policy.Policy, namespace string) Object {
+	cm := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta(p, namespace, testjob.ConfigMapName, map[string]string{
+			AnnotationDescription: "the CUDA test job that gpupolicy verify runs through the GPU step templates",
+		}),
+		Data: map[string]string{testjob.ScriptKey: testjob.Script},
+	}
+	return object(cm, []string{"templates"})
 }
 
 // locksByNamespace returns, per namespace that has templates, the locks its

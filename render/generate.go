@@ -46,6 +46,7 @@ func generate(p *policy.Policy) []Object {
 	out = append(out, devicePluginConfigMap(p))
 	for _, ns := range p.JobNamespaces() {
 		out = append(out, limitRange(p, ns))
+		out = append(out, testJobConfigMap(p, ns))
 	}
 	return out
 }

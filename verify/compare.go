@@ -1,0 +1,150 @@
+package verify
+
+import (
+	"fmt"
+)
+
+// Finding is one disagreement between what the cluster did and what the
+// policy predicts, or a job that went wrong. Any finding fails the run
+// (exit 1).
+type Finding struct {
+	// ID is one of the Checks' IDs.
+	ID string `json:"id"`
+	// Batch is the batch's label; Job the Workflow, when one job is named.
+	Batch   string `json:"batch,omitempty"`
+	Job     string `json:"job,omitempty"`
+	Message string `json:"message"`
+}
+
+func (f Finding) String() string { return f.ID + ": " + f.Message }
+
+// Check is a stable finding ID and its one-line reason.
+type Check struct {
+	ID     string
+	Reason string
+}
+
+// Finding IDs.
+const (
+	CheckMoreAtOnce      = "more-at-once"
+	CheckDidNotWait      = "did-not-wait"
+	CheckFewerAtOnce     = "fewer-at-once"
+	CheckStarvedAdmitted = "admitted-while-starved"
+	CheckJobFailed       = "job-failed"
+	CheckJobCheck        = "job-check-failed"
+	CheckUnfinished      = "unfinished"
+	CheckCancel          = "cancel-not-closed"
+	CheckCleanup         = "left-behind"
+)
+
+// Checks lists every finding verify can report.
+var Checks = []Check{
+	{CheckMoreAtOnce, "more jobs ran (or held quota) at once than the policy admits in this service state"},
+	{CheckDidNotWait, "a job beyond the predicted count started while that many others were running, instead of waiting for one to end"},
+	{CheckFewerAtOnce, "fewer jobs ran at once than the policy admits, though enough were submitted together"},
+	{CheckStarvedAdmitted, "the policy admits no job of this priority in this service state, yet one was admitted"},
+	{CheckJobFailed, "a test job failed without being cancelled"},
+	{CheckJobCheck, "the test job's own check failed: a GPU result over its error bound"},
+	{CheckUnfinished, "a job the policy admits did not start or finish before the timeout"},
+	{CheckCancel, "a cancelled job did not stop"},
+	{CheckCleanup, "verify could not delete everything it created"},
+}
+
+// Compare checks one batch against its prediction: never more at once than
+// predicted, every job beyond the count waits for one to end, as many at
+// once as predicted when enough were submitted, and no admission at all
+// when the prediction is zero. It also reports failed and unfinished jobs.
+// A batch during which the service state changed is only checked for job
+// failures.
+func Compare(b Batch) []Finding {
+	var out []Finding
+	label := b.Label()
+	add := func(id, job, format string, args ...any) {
+		out = append(out, Finding{ID: id, Batch: label, Job: job, Message: label + ": " + fmt.Sprintf(format, args...)})
+	}
+	for _, j := range b.Jobs {
+		switch {
+		case j.Outcome == Failed:
+			msg := j.Message
+			if msg == "" {
+				msg = "no message"
+			}
+			add(CheckJobFailed, j.Name, "job %s failed: %s", j.Name, msg)
+		case j.Result != nil && j.Result.Check() != nil:
+			add(CheckJobCheck, j.Name, "job %s: %v", j.Name, j.Result.Check())
+		}
+	}
+	if b.Cancel != nil && b.Cancel.Closed.IsZero() {
+		add(CheckCancel, b.Cancel.Job, "job %s was cancelled (spec.shutdown=%s) at %s but its pod had not stopped when verify stopped watching",
+			b.Cancel.Job, b.Cancel.Strategy, b.Cancel.Requested.Format("15:04:05"))
+	}
+	if b.StateAfter != nil && !b.State.Same(*b.StateAfter) {
+		return out
+	}
+	p := b.Predicted
+	state := b.State.Label()
+	if p.Admitted <= 0 {
+		for _, j := range b.Jobs {
+			if !j.Admitted.IsZero() || !j.Started().IsZero() {
+				at := j.Admitted
+				if at.IsZero() {
+					at = j.Started()
+				}
+				add(CheckStarvedAdmitted, j.Name, "job %s was admitted %s after submission with %s, where the policy admits no %s job (%s)",
+					j.Name, fmtDur(at.Sub(j.Submitted)), state, p.Priority, p.Why())
+			}
+		}
+		return out
+	}
+
+	run := runningSpans(b)
+	if m := maxOverlap(run); m > p.Admitted {
+		add(CheckMoreAtOnce, "", "%d ran at once with %s, predicted at most %d (%s)", m, state, p.Admitted, p.Why())
+	}
+	if m := MaxAdmitted(b); m > p.Admitted {
+		add(CheckMoreAtOnce, "", "%d held quota at once with %s, predicted at most %d (%s)", m, state, p.Admitted, p.Why())
+	}
+	for r, s := range run {
+		others := 0
+		for _, o := range run[:r] {
+			if o.end.After(s.start) {
+				others++
+			}
+		}
+		if others >= p.Admitted {
+			j := b.Jobs[s.job]
+			add(CheckDidNotWait, j.Name, "job %s (%d of %d submitted together) started %s after submission while %d others were running; with %s only %d run at once (%s), so it should have waited for one to end",
+				j.Name, j.Index, len(b.Jobs), fmtDur(j.Started().Sub(b.Submitted)), others, state, p.Admitted, p.Why())
+		}
+	}
+	want := min(len(b.Jobs), p.Admitted)
+	if b.Cancel == nil {
+		if m := maxOverlap(run); m < want && allEnded(b) {
+			add(CheckFewerAtOnce, "", "at most %d of %d ran at once with %s, predicted %d (%s)", m, len(b.Jobs), state, want, p.Why())
+		}
+	}
+	for _, j := range b.Jobs {
+		switch {
+		case j.Outcome == Waiting:
+			msg := ""
+			if j.Message != "" {
+				msg = " (" + j.Message + ")"
+			}
+			add(CheckUnfinished, j.Name, "job %s never started in %s%s, though the policy admits %d at once with %s",
+				j.Name, fmtDur(b.Until.Sub(j.Submitted)), msg, p.Admitted, state)
+		case j.Outcome == Unfinished:
+			add(CheckUnfinished, j.Name, "job %s started but had not ended when verify stopped watching, %s after submission",
+				j.Name, fmtDur(b.Until.Sub(j.Submitted)))
+		}
+	}
+	return out
+}
+
+func allEnded(b Batch) bool {
+	for _, j := range b.Jobs {
+		if j.Ended.IsZero() {
+			return false
+		}
+	}
+	return true
+}

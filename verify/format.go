@@ -1,0 +1,298 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// JSON is the report as indented JSON (times RFC 3339, durations in seconds
+// where the field name says so).
+func JSON(r *Report) ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Markdown is the report as a pull-request comment or scheduled report.
+func Markdown(r *Report) []byte {
+	var b bytes.Buffer
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	verdict := "PASS"
+	if !r.OK() {
+		verdict = "FAIL"
+	}
+	env := r.Environment
+	if env == "" {
+		env = "(no environment)"
+	}
+	w("# gpupolicy verify: %s — %s\n\n", env, verdict)
+	w("%s\n\n", intro(r))
+	if r.OK() {
+		w("**The cluster admitted what the policy predicts.**\n\n")
+	} else {
+		w("**%d disagreement(s) with the policy:**\n\n", len(r.Findings))
+		for _, f := range r.Findings {
+			w("- `%s` %s\n", f.ID, f.Message)
+		}
+		w("\n")
+	}
+
+	if len(r.Levels) > 0 {
+		w("## Jobs completed per minute, by how many were submitted together\n\n")
+		w("| together | batches | completed | jobs/min | range | lone × n | × lone | ran at once | predicted | median gap |\n")
+		w("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, l := range r.Levels {
+			w("| %d | %d | %d/%d | %s | %s | %s | %s | %d | %d | %s |\n",
+				l.Level, l.Batches, l.Completed, l.Jobs, rate(l.RatePerMin), rng(l.RateMin, l.RateMax),
+				rate(l.ExpectedPerMin), ratio(l.Ratio), l.MaxRunning, l.Predicted, optSecs(l.MedianGapSeconds))
+		}
+		w("\n")
+		w("%s\n\n", headline(r))
+	}
+
+	if c := r.Cancel; c != nil {
+		w("## Cancel\n\n%s\n\n", cancelSentence(c))
+	}
+
+	w("## GPU memory\n\n%s\n\n", r.GPUMemory.Sentence())
+
+	if len(r.Notes) > 0 {
+		w("## Notes\n\n")
+		for _, n := range r.Notes {
+			w("- %s\n", n)
+		}
+		w("\n")
+	}
+
+	w("## Jobs\n\n")
+	w("Seconds from the batch's submission; pod and queue stamps come from the API server at one-second resolution (an early one reads 0.0), \"started\" is the job's own start stamp when its log was readable, else its container's start.\n\n")
+	w("| batch | job | workflow | pod created | admitted | started | work ended | ended | outcome |\n")
+	w("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	for _, bt := range r.Batches {
+		for _, j := range bt.Jobs {
+			started := relCell(j.Started(), bt.Submitted)
+			if src := j.StartSource(); src != "" {
+				started += " (" + src + ")"
+			}
+			w("| %s | %d | `%s` | %s | %s | %s | %s | %s | %s |\n", bt.Label(), j.Index, j.Name,
+				relCell(j.PodCreated, bt.Submitted), relCell(j.Admitted, bt.Submitted), started,
+				relCell(j.WorkEnded, bt.Submitted), relCell(j.Ended, bt.Submitted), outcomeCell(j))
+		}
+	}
+	w("\n")
+	if r.Cleanup != nil {
+		w("## Cleanup\n\n%s\n", r.Cleanup.Sentence(r.RunID))
+	}
+	return b.Bytes()
+}
+
+// Text is the report for a terminal.
+func Text(r *Report) []byte {
+	var b bytes.Buffer
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("%s\n", intro(r))
+	if len(r.Levels) > 0 {
+		w("\n%-9s %7s %9s %9s %13s %9s %7s %7s %9s %10s\n", "together", "batches", "completed", "jobs/min", "range", "lone × n", "× lone", "at once", "predicted", "median gap")
+		for _, l := range r.Levels {
+			w("%-9d %7d %9s %9s %13s %9s %7s %7d %9d %10s\n", l.Level, l.Batches, fmt.Sprintf("%d/%d", l.Completed, l.Jobs),
+				rate(l.RatePerMin), rng(l.RateMin, l.RateMax), rate(l.ExpectedPerMin), ratio(l.Ratio), l.MaxRunning, l.Predicted, optSecs(l.MedianGapSeconds))
+		}
+		w("\n%s\n", headline(r))
+	}
+	if c := r.Cancel; c != nil {
+		w("\n%s\n", cancelSentence(c))
+	}
+	w("\n%s\n", r.GPUMemory.Sentence())
+	for _, n := range r.Notes {
+		w("note: %s\n", n)
+	}
+	if r.Cleanup != nil {
+		w("%s\n", r.Cleanup.Sentence(r.RunID))
+	}
+	if r.OK() {
+		w("\nverify: the cluster admitted what the policy predicts\n")
+	} else {
+		w("\n")
+		for _, f := range r.Findings {
+			w("verify: %s\n", f)
+		}
+		w("verify: %d disagreement(s) with the policy\n", len(r.Findings))
+	}
+	return b.Bytes()
+}
+
+func intro(r *Report) string {
+	jobs := 0
+	for _, b := range r.Batches {
+		jobs += len(b.Jobs)
+	}
+	s := fmt.Sprintf("Run %s", r.RunID)
+	if r.Environment != "" {
+		s += " on environment " + r.Environment
+	}
+	if r.Policy != "" {
+		s += " (policy " + r.Policy + ")"
+	}
+	s += fmt.Sprintf(": %d job(s) in %d batch(es) through %s/%s at %s priority, each holding the GPU %s after its work",
+		jobs, len(r.Batches), r.Namespace, r.Template, r.Priority, fmtSecs(r.HoldSeconds))
+	if !r.Started.IsZero() && !r.Finished.IsZero() {
+		s += fmt.Sprintf("; %s to %s UTC", r.Started.UTC().Format("2006-01-02 15:04:05"), r.Finished.UTC().Format("15:04:05"))
+	}
+	s += "."
+	if r.Lock != nil {
+		s += fmt.Sprintf(" Lock %s: %d in the policy", r.Lock.Name, r.Lock.Size)
+		if r.Lock.Live != nil {
+			s += fmt.Sprintf(", %d on the cluster", *r.Lock.Live)
+		}
+		s += "."
+	}
+	if len(r.Batches) > 0 {
+		b := r.Batches[0]
+		s += fmt.Sprintf(" Service state: %s; predicted %d at once (%s).", b.State.Label(), b.Predicted.Admitted, b.Predicted.Why())
+	}
+	return s
+}
+
+func headline(r *Report) string {
+	var parts []string
+	if r.LoneRatePerMin != nil {
+		parts = append(parts, fmt.Sprintf("One job alone: %s jobs/min.", rate(r.LoneRatePerMin)))
+	}
+	n := 0
+	for _, l := range r.Levels {
+		n += len(l.Gaps)
+	}
+	if r.MedianGapSeconds != nil {
+		parts = append(parts, fmt.Sprintf("Median gap between one job's end and the next one's start: %s (%d hand-off(s)).", fmtSecs(*r.MedianGapSeconds), n))
+	} else {
+		parts = append(parts, "No job waited for another to end, so there is no hand-off gap.")
+	}
+	parts = append(parts, fmt.Sprintf("Most running at once: %d.", r.MaxRunning))
+	return strings.Join(parts, " ")
+}
+
+func cancelSentence(c *CancelSummary) string {
+	s := fmt.Sprintf("Cancelled %s mid-run (%s, spec.shutdown=%s)", c.Job, c.Batch, c.Strategy)
+	if c.CloseSeconds != nil {
+		s += fmt.Sprintf(": it closed in %s", fmtSecs(*c.CloseSeconds))
+		if c.ClosedBy != "" && c.ClosedBy != "argo" {
+			s += " (by " + c.ClosedBy + ")"
+		}
+		if c.HandoffSeconds != nil {
+			s += fmt.Sprintf(", and %s, the job behind it, started %s later", c.Next, fmtSecs(*c.HandoffSeconds))
+		} else {
+			s += ", and no job started in its place"
+		}
+	} else {
+		s += ": it had not closed when verify stopped watching"
+	}
+	s += fmt.Sprintf("; %d of the %d other job(s) succeeded.", c.OthersSucceeded, c.Others)
+	return s
+}
+
+// Sentence says what cleanup did.
+func (c *Cleanup) Sentence(runID string) string {
+	if len(c.Left) == 0 {
+		return fmt.Sprintf("Cleanup: deleted %d object(s) labelled %s=%s; nothing left behind.", len(c.Deleted), "gpupolicy.dev/verify-run", runID)
+	}
+	return fmt.Sprintf("Cleanup: deleted %d object(s); still present: %s.", len(c.Deleted), strings.Join(c.Left, ", "))
+}
+
+func rate(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(*v, 'f', 2, 64)
+}
+
+func rng(lo, hi *float64) string {
+	if lo == nil || hi == nil {
+		return "—"
+	}
+	return rate(lo) + "–" + rate(hi)
+}
+
+func ratio(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(*v, 'f', 1, 64) + "×"
+}
+
+func optSecs(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return fmtSecs(*v)
+}
+
+// relCell is t in seconds after t0. API stamps are whole seconds and t0 is
+// not, so a stamp can read up to a second early: it shows as 0.0.
+func relCell(t, t0 time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return strconv.FormatFloat(max(0, t.Sub(t0).Seconds()), 'f', 1, 64)
+}
+
+func outcomeCell(j Job) string {
+	s := string(j.Outcome)
+	if j.Result != nil {
+		s += fmt.Sprintf(" (%s, matmul %.3f s, LM %.3f s)", j.Result.Device, j.Result.MatmulS, j.Result.LMS)
+	}
+	return s
+}
+
+// WriteDir writes report.md, report.json and timeline.svg into dir,
+// creating it; each file is written to a temporary name and renamed, so a
+// failed run leaves the previous files intact.
+func WriteDir(dir string, r *Report) error {
+	js, err := JSON(r)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{
+		{"report.md", Markdown(r)},
+		{"report.json", js},
+		{"timeline.svg", Timeline(r)},
+	}
+	for _, f := range files {
+		if err := writeAtomic(filepath.Join(dir, f.name), f.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

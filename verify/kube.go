@@ -1,0 +1,249 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/gpupolicy/gpupolicy/policy"
+)
+
+// Labels and annotations verify puts on what it creates.
+const (
+	// LabelRun carries the run's id on every Workflow, pod and ConfigMap a
+	// run creates; cleanup deletes by it.
+	LabelRun = "gpupolicy.dev/verify-run"
+	// LabelBatch names the batch ("l4b2", "cancel") a Workflow belongs to.
+	LabelBatch = "gpupolicy.dev/verify-batch"
+	// AnnotationRunSeconds tells a simulated (KWOK) node how long the pod
+	// runs: the lab cluster's pods run for this annotation's seconds (see
+	// cluster.AnnotationRunSeconds). A real kubelet ignores it.
+	AnnotationRunSeconds = "gpupolicy.dev/run-seconds"
+	// FieldManager is verify's field manager.
+	FieldManager = "gpupolicy-verify"
+	// mainContainer is the step's container in the GPU step templates.
+	mainContainer = "main"
+)
+
+// Resources verify reads and writes.
+var (
+	GVRWorkflow         = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflows"}
+	GVRWorkflowTemplate = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflowtemplates"}
+	GVRWorkload         = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
+)
+
+// Clients are the API clients verify uses.
+type Clients struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+}
+
+func toTyped(u *unstructured.Unstructured, out any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out)
+}
+
+func toUnstructured(obj any) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// listWorkloads lists Kueue Workloads in a namespace.
+func listWorkloads(ctx context.Context, c Clients, ns string) ([]kueue.Workload, error) {
+	l, err := c.Dynamic.Resource(GVRWorkload).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]kueue.Workload, 0, len(l.Items))
+	for i := range l.Items {
+		var w kueue.Workload
+		if err := toTyped(&l.Items[i], &w); err != nil {
+			return nil, fmt.Errorf("decoding Workload %s/%s: %w", ns, l.Items[i].GetName(), err)
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// holdsQuota reports whether a Workload holds quota (QuotaReserved true,
+// not Finished) and in which ClusterQueue.
+func holdsQuota(w *kueue.Workload) (string, time.Time, bool) {
+	if meta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadFinished) {
+		return "", time.Time{}, false
+	}
+	c := meta.FindStatusCondition(w.Status.Conditions, kueue.WorkloadQuotaReserved)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return "", time.Time{}, false
+	}
+	cq := ""
+	if w.Status.Admission != nil {
+		cq = string(w.Status.Admission.ClusterQueue)
+	}
+	return cq, c.LastTransitionTime.Time, true
+}
+
+// ownerName is the name of the Workload's first owner (its pod, job or
+// deployment's pod).
+func ownerName(w *kueue.Workload) string {
+	for _, o := range w.OwnerReferences {
+		return o.Name
+	}
+	return ""
+}
+
+// namesService reports whether an object name belongs to a service: it
+// equals the service's name, starts with "NAME-", or contains "-NAME-"
+// (Kueue names a pod's Workload "pod-NAME-…").
+func namesService(obj, svc string) bool {
+	return obj == svc || strings.HasPrefix(obj, svc+"-") || strings.Contains(obj, "-"+svc+"-")
+}
+
+// ReadState reads which on-demand services are up from the cluster.
+//
+// The rule: an on-demand service is up when a Kueue Workload in the
+// service's namespace holds quota (QuotaReserved true and not Finished) in
+// the service's ClusterQueue and names the service (the Workload's or its
+// owner pod's name is the service's name, starts with "NAME-" or contains
+// "-NAME-"); when the service is the only on-demand service using that
+// namespace and ClusterQueue, any such Workload counts. A service whose
+// Deployment is scaled to zero has no pod, hence no Workload, and is down;
+// a pod the queue has not admitted yet (a 7B that is waking) holds no
+// quota, is down, and is noted. Always-on services are checked the same way
+// and a note says when fewer hold quota than the policy declares, since
+// the prediction assumes they all do.
+func ReadState(ctx context.Context, c Clients, p *policy.Policy) (State, error) {
+	st := State{Services: map[string]string{}, Evidence: map[string]string{}}
+	byNS := map[string][]kueue.Workload{}
+	load := func(ns string) ([]kueue.Workload, error) {
+		if ws, ok := byNS[ns]; ok {
+			return ws, nil
+		}
+		ws, err := listWorkloads(ctx, c, ns)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading Workloads in %s: %w", ns, err)
+		}
+		byNS[ns] = ws
+		return ws, nil
+	}
+	// sharing counts the services of one mode per namespace/queue.
+	sharing := map[string]int{}
+	for _, n := range p.ServiceNames() {
+		s := p.Services[n]
+		sharing[string(s.Mode)+"/"+s.Namespace+"/"+s.Queue]++
+	}
+	for _, n := range p.ServiceNames() {
+		s := p.Services[n]
+		ws, err := load(s.Namespace)
+		if err != nil {
+			return st, err
+		}
+		alone := sharing[string(s.Mode)+"/"+s.Namespace+"/"+s.Queue] == 1
+		var holding, pending []string
+		var since time.Time
+		for i := range ws {
+			w := &ws[i]
+			named := namesService(w.Name, n) || namesService(ownerName(w), n)
+			if !named && !alone {
+				continue
+			}
+			if cq, t, ok := holdsQuota(w); ok {
+				if cq != s.Queue {
+					continue
+				}
+				holding = append(holding, w.Name)
+				if since.IsZero() || t.Before(since) {
+					since = t
+				}
+			} else if !meta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadFinished) && named {
+				pending = append(pending, w.Name)
+			}
+		}
+		switch s.Mode {
+		case policy.OnDemand:
+			if len(holding) > 0 {
+				st.Services[n] = "up"
+				st.Evidence[n] = fmt.Sprintf("Workload %s/%s holds quota in %s since %s", s.Namespace, holding[0], s.Queue, since.UTC().Format("15:04:05"))
+			} else {
+				st.Services[n] = "down"
+				st.Evidence[n] = fmt.Sprintf("no Workload in %s holds quota in %s for it", s.Namespace, s.Queue)
+				if len(pending) > 0 {
+					st.Notes = append(st.Notes, fmt.Sprintf("%s: Workload %s/%s is waiting for quota (waking?); counted as down", n, s.Namespace, pending[0]))
+				}
+			}
+		default:
+			if len(holding) == 0 {
+				st.Notes = append(st.Notes, fmt.Sprintf("always-on service %s holds no quota in %s (no Workload in %s): the prediction assumes it does, so the queue may admit more than predicted", n, s.Queue, s.Namespace))
+			}
+		}
+	}
+	return st, nil
+}
+
+// liveLockSize reads a lock's size from the semaphore ConfigMap in ns
+// (the key is the lock's name).
+func liveLockSize(ctx context.Context, c Clients, ns, configMap, lock string) *int {
+	if configMap == "" {
+		return nil
+	}
+	cm, err := c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, configMap, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	v, ok := cm.Data[lock]
+	if !ok {
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return nil
+	}
+	return &n
+}
+
+// containerStatus returns the main container's status (the first
+// container's when none is called main).
+func containerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == mainContainer {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// workflowPhase is a Workflow's phase and message.
+func workflowPhase(wf *wfv1.Workflow) (wfv1.WorkflowPhase, string) {
+	msg := wf.Status.Message
+	for _, n := range wf.Status.Nodes {
+		if n.Type == wfv1.NodeTypePod && n.Message != "" {
+			msg = n.Message
+		}
+	}
+	return wf.Status.Phase, msg
+}
+
+func earliest(cur, t time.Time) time.Time {
+	if t.IsZero() {
+		return cur
+	}
+	if cur.IsZero() || t.Before(cur) {
+		return t
+	}
+	return cur
+}

@@ -1,0 +1,93 @@
+package verify
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gpupolicy/gpupolicy/admission"
+	"github.com/gpupolicy/gpupolicy/policy"
+)
+
+// AdmissionPredictor runs the admission model (the analysis behind
+// `gpupolicy explain`) once over the policy and answers from its capacity
+// rows: the row of the template (or of the template it is the cache-free
+// variant of, when the variant has no row of its own), the priority, and
+// the service state read from the cluster.
+func AdmissionPredictor(p *policy.Policy) (Predictor, error) {
+	rep, err := admission.Explain(p)
+	if err != nil {
+		return nil, fmt.Errorf("admission model: %w", err)
+	}
+	return PredictorFromExplain(p, rep), nil
+}
+
+// PredictorFromExplain answers from an admission report.
+func PredictorFromExplain(p *policy.Policy, rep *admission.Report) Predictor {
+	base := map[string]string{}
+	for _, tn := range p.TemplateNames() {
+		if cf := p.Templates[tn].CacheFree; cf != nil {
+			base[cf.Name] = tn
+		}
+	}
+	return func(template, priority string, st State) (Prediction, error) {
+		find := func(name string) *admission.Capacity {
+			for i := range rep.Capacity {
+				c := &rep.Capacity[i]
+				if c.Template != name || c.Priority != priority {
+					continue
+				}
+				match := true
+				for svc, s := range c.State {
+					if st.Services[svc] != s {
+						match = false
+						break
+					}
+				}
+				if match {
+					return c
+				}
+			}
+			return nil
+		}
+		c := find(template)
+		if c == nil && base[template] != "" {
+			c = find(base[template])
+		}
+		if c == nil {
+			return Prediction{}, fmt.Errorf("the admission model has no row for %s at %s priority with %s", template, priority, st.Label())
+		}
+		pr := Prediction{
+			Template: template, Priority: priority, State: maps.Clone(c.State),
+			Admitted: int(c.Admitted), QuotaAdmits: int(c.QuotaAdmits), BoundBy: c.BoundBy,
+			Binding: slices.Clone(c.Binding), Margin: maps.Clone(c.Margin),
+			Source: "admission model (" + rep.Model + ")",
+		}
+		if c.Lock != nil {
+			pr.Lock, pr.LockSize = c.Lock.Name, int(c.Lock.Size)
+		}
+		for _, f := range rep.Findings {
+			if f.Rule == "starvation" && mentions(f, priority) {
+				pr.Explain = append(pr.Explain, f.Message)
+			}
+		}
+		return pr, nil
+	}
+}
+
+// mentions reports whether a finding is about a priority: its path names
+// the priority, or its message quotes it as a word.
+func mentions(f admission.Finding, priority string) bool {
+	if strings.Contains(f.Path, priority) {
+		return true
+	}
+	for _, w := range strings.FieldsFunc(f.Message, func(r rune) bool {
+		return !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) {
+		if w == priority {
+			return true
+		}
+	}
+	return false
+}
