@@ -8,12 +8,9 @@ package verify
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,44 +18,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpupolicy/gpupolicy/cluster"
+	"github.com/gpupolicy/gpupolicy/cluster/clustertest"
 	"github.com/gpupolicy/gpupolicy/policy"
 	"github.com/gpupolicy/gpupolicy/verify/verifytest"
 )
 
-var (
-	shared     *cluster.Cluster
-	sharedErr  error
-	sharedOnce sync.Once
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if shared != nil {
-		if err := shared.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the lab cluster:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
 
 // labCluster starts the shared cluster on first use, or skips.
-func labCluster(t *testing.T) *cluster.Cluster {
-	t.Helper()
-	if err := cluster.Available(); err != nil {
-		t.Skip(err)
-	}
-	if testing.Short() {
-		t.Skip("-short: skipping tests that start the lab cluster")
-	}
-	sharedOnce.Do(func() {
-		shared, sharedErr = cluster.Start(context.Background(), cluster.Options{Logf: log.Printf})
-	})
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	return shared
-}
+func labCluster(t *testing.T) *cluster.Cluster { return clustertest.Shared(t) }
 
 func clients(c *cluster.Cluster) Clients { return Clients{Kube: c.Clientset(), Dynamic: c.Dynamic()} }
 
