@@ -10,6 +10,11 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/gpupolicy/gpupolicy/crdcheck"
 )
 
 // Header starts every file of an environment's render.
@@ -58,7 +63,20 @@ func (e *Environment) Build(base map[string][]byte) (map[string][]byte, error) {
 	}
 	out := map[string][]byte{}
 	header := Header(e.Name)
+	crds, err := crdcheck.New()
+	if err != nil {
+		return nil, err
+	}
 	for _, r := range m.Resources() {
+		// The overlay may patch what the base's validation passed: check
+		// the Kueue and Argo objects again, as the API server would.
+		doc, err := r.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		if err := validate(crds, doc); err != nil {
+			return nil, fmt.Errorf("environment %s: the overlay (%s) produces an object the CRDs reject: %w", e.Name, e.Source, err)
+		}
 		b, err := r.AsYAML()
 		if err != nil {
 			return nil, err
@@ -75,6 +93,20 @@ func (e *Environment) Build(base map[string][]byte) (map[string][]byte, error) {
 	}
 	out[KustomizationFile] = k
 	return out, nil
+}
+
+// validate checks one built object against the CRD schemas when it is of a
+// kind they cover. Numbers decode as int64, as the API server reads them.
+func validate(crds *crdcheck.Validator, doc []byte) error {
+	var obj map[string]any
+	if err := utiljson.Unmarshal(doc, &obj); err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	if !crds.Has(u.GroupVersionKind()) {
+		return nil
+	}
+	return crds.Validate(u)
 }
 
 func writeFile(fs filesys.FileSystem, p string, b []byte) error {

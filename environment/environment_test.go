@@ -230,3 +230,33 @@ func readFile(t *testing.T, p string) string {
 }
 
 var osReadFile = os.ReadFile
+
+// An overlay that patches a rendered Kueue object into something Kueue's CRD
+// rejects fails the build, naming the object and the field: the base's own
+// validation does not cover what the overlay changes.
+func TestBuildRejectsOverlayTheCRDsReject(t *testing.T) {
+	_, res := renderEnv(t, "lab")
+	env, err := environment.FromFiles("bad", map[string][]byte{
+		"environment.yaml": []byte("policy: policies/lab\npin: \"\"\n"),
+		"kustomization.yaml": []byte(`resources: [base]
+patches:
+- target: {kind: ClusterQueue, name: gpu-general}
+  patch: |
+    - op: replace
+      path: /spec/resourceGroups/0/flavors/0/resources/0/nominalQuota
+      value: banana
+`),
+	}, "environments/bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.Build(res.Files)
+	if err == nil {
+		t.Fatal("the overlay's nominalQuota: banana was accepted")
+	}
+	for _, want := range []string{"environment bad: the overlay", "ClusterQueue", "gpu-general", "nominalQuota"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}
