@@ -17,7 +17,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -265,23 +264,7 @@ func newChecker(t *testing.T, c *cluster.Cluster, p *policy.Policy) *checker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	x := &checker{c: c, p: p}
-	nsSet := map[string]bool{}
-	for _, q := range p.Queues {
-		for _, ns := range q.Namespaces {
-			nsSet[ns] = true
-		}
-	}
-	for _, s := range p.Services {
-		nsSet[s.Namespace] = true
-	}
-	for _, tp := range p.Templates {
-		nsSet[tp.Namespace] = true
-	}
-	for ns := range nsSet {
-		x.namespaces = append(x.namespaces, ns)
-	}
-	sort.Strings(x.namespaces)
+	x := &checker{c: c, p: p, namespaces: p.Namespaces()}
 	for _, ns := range x.namespaces {
 		if err := c.CreateNamespace(ctx, ns); err != nil {
 			t.Fatal(err)
