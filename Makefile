@@ -50,7 +50,7 @@ test: build cue cluster-build testjob-deps
 	$(GO) test $(NVML_FLAGS) -count=1 -timeout 40m ./...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./render/ ./admission/
+	$(GO) test -run '^$$' -bench . -benchmem ./render/ ./internal/admission/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -63,10 +63,10 @@ fmt:
 .PHONY: cluster-build cluster-up cluster-down
 
 cluster-build:
-	$(GO) run ./cluster/cmd/lab-cluster build
+	$(GO) run ./internal/cluster/cmd/lab-cluster build
 
 cluster-up: cluster-build
-	$(GO) run ./cluster/cmd/lab-cluster up
+	$(GO) run ./internal/cluster/cmd/lab-cluster up
 
 cluster-down:
-	$(GO) run ./cluster/cmd/lab-cluster down
+	$(GO) run ./internal/cluster/cmd/lab-cluster down

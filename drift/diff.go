@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpupolicy/gpupolicy/gitrepo"
+	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
 )
 
 // Change is the kind of a difference, read from the older side (the pin,

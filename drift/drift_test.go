@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpupolicy/gpupolicy/drift"
-	"github.com/gpupolicy/gpupolicy/environment"
-	"github.com/gpupolicy/gpupolicy/gitrepo"
-	"github.com/gpupolicy/gpupolicy/gitrepo/gittest"
-	"github.com/gpupolicy/gpupolicy/policy"
+	"github.com/gpupolicy/gpupolicy/internal/environment"
+	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
+	"github.com/gpupolicy/gpupolicy/internal/gitrepo/gittest"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
 // labRender is the lab environment's render of the repository's policy.

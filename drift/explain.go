@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpupolicy/gpupolicy/policy"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
 // Sides names the two sides of a comparison in explanations: "the pin" and

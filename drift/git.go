@@ -7,7 +7,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/gpupolicy/gpupolicy/gitrepo"
+	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
 )
 
 // A Side is one end of a comparison: the render committed at the pin, the

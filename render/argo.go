@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpupolicy/gpupolicy/policy"
-	"github.com/gpupolicy/gpupolicy/testjob"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/verify/testjob"
 )
 
 const argoAPIVersion = "argoproj.io/v1alpha1"

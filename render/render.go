@@ -36,8 +36,8 @@ import (
 	ktypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpupolicy/gpupolicy/crdcheck"
-	"github.com/gpupolicy/gpupolicy/policy"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/crdcheck"
 )
 
 // Labels and annotations gpupolicy puts on what it renders.

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpupolicy/gpupolicy/policy"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
 // GPUMemory is the card's memory in use while the jobs ran, sampled through

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/gpupolicy/gpupolicy/policy"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
 // Labels and annotations verify puts on what it creates.
@@ -65,7 +65,8 @@ func toUnstructured(obj any) (*unstructured.Unstructured, error) {
 }
 
 // listWorkloads lists Kueue Workloads in a namespace.
-func listWorkloads(ctx context.Context, c Clients, ns string) ([]kueue.Workload, error) {
+// ListWorkloads reads the Workloads of a namespace, typed.
+func ListWorkloads(ctx context.Context, c Clients, ns string) ([]kueue.Workload, error) {
 	l, err := c.Dynamic.Resource(GVRWorkload).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -134,7 +135,7 @@ func ReadState(ctx context.Context, c Clients, p *policy.Policy) (State, error) 
 		if ws, ok := byNS[ns]; ok {
 			return ws, nil
 		}
-		ws, err := listWorkloads(ctx, c, ns)
+		ws, err := ListWorkloads(ctx, c, ns)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("reading Workloads in %s: %w", ns, err)
 		}

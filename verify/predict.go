@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpupolicy/gpupolicy/admission"
-	"github.com/gpupolicy/gpupolicy/policy"
+	"github.com/gpupolicy/gpupolicy/internal/admission"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
 // AdmissionPredictor runs the admission model (the analysis behind

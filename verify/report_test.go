@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpupolicy/gpupolicy/testjob"
+	"github.com/gpupolicy/gpupolicy/verify/testjob"
 )
 
 var t0 = time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)

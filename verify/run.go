@@ -22,8 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/gpupolicy/gpupolicy/policy"
-	"github.com/gpupolicy/gpupolicy/testjob"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/verify/testjob"
 )
 
 // Predictor returns the admission model's prediction for jobs of a template
@@ -638,7 +638,7 @@ func (r *runner) observe(ctx context.Context, b *Batch, states []*jobState) erro
 			}
 		}
 	}
-	wls, err := listWorkloads(ctx, r.c, r.ns)
+	wls, err := ListWorkloads(ctx, r.c, r.ns)
 	if err != nil {
 		return fmt.Errorf("verify: listing Workloads: %w", err)
 	}

@@ -3,7 +3,7 @@ package verify
 import (
 	"time"
 
-	"github.com/gpupolicy/gpupolicy/testjob"
+	"github.com/gpupolicy/gpupolicy/verify/testjob"
 )
 
 // Outcome is how a job ended, as verify saw it.

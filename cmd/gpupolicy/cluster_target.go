@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpupolicy/gpupolicy/drift"
-	"github.com/gpupolicy/gpupolicy/kubeclient"
+	"github.com/gpupolicy/gpupolicy/internal/kube"
 	"github.com/gpupolicy/gpupolicy/render"
 )
 
@@ -25,7 +25,7 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 }
 
 // clients connects to the environment's cluster.
-func (f *clusterFlags) clients(t *envTarget) (*kubeclient.Clients, string, error) {
+func (f *clusterFlags) clients(t *envTarget) (*kube.Clients, string, error) {
 	kc, ctx := f.kubeconfig, f.context
 	if kc == "" && t.env.Kubeconfig != "" {
 		kc = filepath.Join(t.root, filepath.FromSlash(t.env.Kubeconfig))
@@ -33,7 +33,7 @@ func (f *clusterFlags) clients(t *envTarget) (*kubeclient.Clients, string, error
 	if ctx == "" {
 		ctx = t.env.Context
 	}
-	c, err := kubeclient.New(kc, ctx)
+	c, err := kube.New(kc, ctx)
 	if err != nil {
 		return nil, "", err
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpupolicy/gpupolicy/drift"
-	"github.com/gpupolicy/gpupolicy/environment"
-	"github.com/gpupolicy/gpupolicy/livedrift"
+	"github.com/gpupolicy/gpupolicy/drift/live"
+	"github.com/gpupolicy/gpupolicy/internal/environment"
 )
 
 // liveSides name the two ends of the live comparison in reports.
@@ -19,9 +19,9 @@ var liveSides = drift.Sides{From: "the pin", To: "the cluster"}
 type liveReport struct {
 	Git  *drift.Report `json:"git"`
 	Live struct {
-		Cluster     string                    `json:"cluster"`
-		Differences []drift.Difference        `json:"differences"`
-		Workloads   []livedrift.WorkloadCount `json:"workloads"`
+		Cluster     string               `json:"cluster"`
+		Differences []drift.Difference   `json:"differences"`
+		Workloads   []live.WorkloadCount `json:"workloads"`
 	} `json:"live"`
 }
 
@@ -47,7 +47,7 @@ func runLiveDrift(cmd *cobra.Command, t *envTarget, git *drift.Report, cf cluste
 	if err != nil {
 		return err
 	}
-	side := &livedrift.Side{Client: c.Dynamic, Mapper: c.Mapper, Pinned: pinned, Owner: ownerLabels(t.env.Name), Name: liveSides.To, Where: where}
+	side := &live.Side{Client: c.Dynamic, Mapper: c.Mapper, Pinned: pinned, Owner: ownerLabels(t.env.Name), Name: liveSides.To, Where: where}
 	liveSet, err := side.Objects(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the cluster (%s): %w", where, err)
@@ -60,7 +60,7 @@ func runLiveDrift(cmd *cobra.Command, t *envTarget, git *drift.Report, cf cluste
 	if err != nil {
 		return fmt.Errorf("the policy at the pin: %w", err)
 	}
-	r.Live.Workloads, err = livedrift.Workloads(ctx, c.Dynamic, p.DeclarationResource, p.DefaultGPUMemoryMiB)
+	r.Live.Workloads, err = live.Workloads(ctx, c.Dynamic, p.DeclarationResource, p.DefaultGPUMemoryMiB)
 	if err != nil {
 		return fmt.Errorf("reading Workloads (%s): %w", where, err)
 	}
@@ -68,7 +68,7 @@ func runLiveDrift(cmd *cobra.Command, t *envTarget, git *drift.Report, cf cluste
 		r.Live.Differences = []drift.Difference{}
 	}
 	if r.Live.Workloads == nil {
-		r.Live.Workloads = []livedrift.WorkloadCount{}
+		r.Live.Workloads = []live.WorkloadCount{}
 	}
 	out := cmd.OutOrStdout()
 	switch format {
@@ -88,8 +88,8 @@ func runLiveDrift(cmd *cobra.Command, t *envTarget, git *drift.Report, cf cluste
 	return nil
 }
 
-func (r *liveReport) atDefault() []livedrift.WorkloadCount {
-	var out []livedrift.WorkloadCount
+func (r *liveReport) atDefault() []live.WorkloadCount {
+	var out []live.WorkloadCount
 	for _, w := range r.Live.Workloads {
 		if w.AtDefault {
 			out = append(out, w)

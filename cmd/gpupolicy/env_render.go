@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpupolicy/gpupolicy/drift"
-	"github.com/gpupolicy/gpupolicy/environment"
-	"github.com/gpupolicy/gpupolicy/gitrepo"
-	"github.com/gpupolicy/gpupolicy/policy"
+	"github.com/gpupolicy/gpupolicy/internal/environment"
+	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render"
 )
 

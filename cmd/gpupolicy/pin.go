@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpupolicy/gpupolicy/drift"
-	"github.com/gpupolicy/gpupolicy/environment"
-	"github.com/gpupolicy/gpupolicy/gitrepo"
+	"github.com/gpupolicy/gpupolicy/internal/environment"
+	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
 )
 
 func init() { commands = append(commands, newPinCmd) }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpupolicy/gpupolicy/gitrepo"
-	"github.com/gpupolicy/gpupolicy/plan"
+	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
+	"github.com/gpupolicy/gpupolicy/internal/plan"
 )
 
 func init() { commands = append(commands, newPlanCmd) }

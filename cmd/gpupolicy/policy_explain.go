@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpupolicy/gpupolicy/admission"
-	"github.com/gpupolicy/gpupolicy/policy"
+	"github.com/gpupolicy/gpupolicy/internal/admission"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
 func init() { commands = append(commands, newExplainCmd) }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpupolicy/gpupolicy/reconcile"
+	"github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
 )
 
 func init() { commands = append(commands, newReconcileCmd) }

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpupolicy/gpupolicy/cluster"
-	"github.com/gpupolicy/gpupolicy/policy"
-	"github.com/gpupolicy/gpupolicy/verify/verifytest"
+	"github.com/gpupolicy/gpupolicy/internal/cluster"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/test/clustertest"
 )
 
 func TestParseLevels(t *testing.T) {
@@ -114,7 +114,7 @@ func TestVerifyLocalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := verifytest.LabUp(ctx, c, p); err != nil {
+	if err := clustertest.LabUp(ctx, c, p); err != nil {
 		t.Fatal(err)
 	}
 
@@ -159,7 +159,7 @@ func TestVerifyLocalCluster(t *testing.T) {
 
 	// The cluster's lock at 1, the policy's at 4: two submitted together
 	// run one at a time, fewer than predicted.
-	if err := verifytest.Deploy(ctx, c, verifytest.WithLock(p, "main", 1)); err != nil {
+	if err := clustertest.Deploy(ctx, c, clustertest.WithLock(p, "main", 1)); err != nil {
 		t.Fatal(err)
 	}
 	stdout.Reset()

@@ -1,0 +1,568 @@
+package admission
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gpupolicy/gpupolicy/internal/policy"
+)
+
+// MaxOnDemand bounds the number of on-demand services Explain enumerates
+// (2^n service states).
+const MaxOnDemand = 16
+
+// maxJobs bounds every admission loop (a template asks ≥ 1 share, so real
+// policies stop far earlier).
+const maxJobs = 4096
+
+// Report is what Explain finds: the capacity table and the findings. Its
+// JSON form is the contract described in the README (explain -o json: the contract).
+type Report struct {
+	// Policy is the policy's name.
+	Policy string `json:"policy"`
+	// Model names the admission model: "kueue v0.17 classical preemption".
+	Model string `json:"model"`
+	// OnDemand lists the on-demand services whose up/down states the
+	// capacity rows enumerate, sorted.
+	OnDemand []string   `json:"onDemand"`
+	Capacity []Capacity `json:"capacity"`
+	Findings []Finding  `json:"findings"`
+}
+
+// Capacity is one row: N jobs of one step template at one priority,
+// submitted together in one service state.
+type Capacity struct {
+	// Template is the WorkflowTemplate's name (a cache-free variant's own
+	// name); BaseTemplate the policy's template it comes from.
+	Template     string `json:"template"`
+	BaseTemplate string `json:"baseTemplate"`
+	CacheFree    bool   `json:"cacheFree"`
+	Queue        string `json:"queue"`
+	Card         string `json:"card"`
+	Priority     string `json:"priority"`
+	// PriorityValue is the WorkloadPriorityClass value.
+	PriorityValue int32 `json:"priorityValue"`
+	// State maps every on-demand service to "up" or "down" (always-on
+	// services are always up).
+	State map[string]string `json:"state"`
+	// Reachable is false when a service that is up in this state cannot be
+	// admitted itself (see finding service-unadmitted); the row then
+	// counts only the services Kueue admits.
+	Reachable bool `json:"reachable"`
+	// Admitted is how many of the jobs run at once without preempting
+	// anything: min(QuotaAdmits, the smallest lock's size).
+	Admitted int64 `json:"admitted"`
+	// QuotaAdmits is how many Kueue admits at once, locks aside.
+	QuotaAdmits int64 `json:"quotaAdmits"`
+	// BoundBy says what stops the next job: "quota", "lock" or "never-fits"
+	// (a job's request exceeds what the queue could ever hold).
+	BoundBy string `json:"boundBy"`
+	// Binding lists the resources (Kubernetes names) the next job does not
+	// fit in once QuotaAdmits jobs run.
+	Binding []string `json:"binding"`
+	// Lock is the step's smallest lock and its effect; null without locks.
+	Lock *LockEffect `json:"lock"`
+	// Margin is what is left of each resource for this queue (Kueue's
+	// Available, borrowable quota included) while Admitted jobs run.
+	Margin map[string]string `json:"margin"`
+	// PerResource is how many jobs each resource alone would admit.
+	PerResource map[string]int64 `json:"perResource"`
+	// Preemption is how jobs get admitted by evicting others, when that
+	// admits more than QuotaAdmits; null when preemption adds nothing.
+	Preemption *PreemptionPath `json:"preemption"`
+}
+
+// LockEffect is what a step's lock (Argo semaphore) does next to the
+// queue's quota. Argo acquires a template's semaphore before it creates the
+// step's pod and releases it when the step completes
+// (https://argo-workflows.readthedocs.io/en/latest/synchronization/), and
+// Kueue only sees the pod once it exists; so a step holds its lock while
+// Kueue holds its pod, at most min(lock, quota) run, and a lock larger than
+// the quota is held by jobs that wait in the queue. Locks are taken in the
+// template's order, so the smallest one bounds the step.
+type LockEffect struct {
+	Name string `json:"name"`
+	Size int64  `json:"size"`
+	// Effect is "limits" (the lock admits fewer than Kueue would),
+	// "matches", or "exceeds" (jobs beyond Kueue's count hold lock slots
+	// while Kueue holds their pods).
+	Effect string `json:"effect"`
+	// Kueue is what Kueue would run at once (QuotaAdmits, or the
+	// preemption path's count when there is one).
+	Kueue int64 `json:"kueue"`
+	// Held is how many lock slots are held by jobs Kueue holds ("exceeds").
+	Held int64 `json:"held"`
+}
+
+// PreemptionPath is how jobs at this priority get admitted by preemption.
+type PreemptionPath struct {
+	// Admitted is how many run at once once the evictions are done (lock
+	// applied); QuotaAdmits the same before the lock.
+	Admitted    int64 `json:"admitted"`
+	QuotaAdmits int64 `json:"quotaAdmits"`
+	// Evicts lists what Kueue evicts, in eviction order.
+	Evicts []Eviction `json:"evicts"`
+	// Margin is what is left once Admitted jobs run.
+	Margin map[string]string `json:"margin"`
+}
+
+// Eviction is one workload preempted on the path.
+type Eviction struct {
+	// Workload names it: the service's name, or "TEMPLATE job".
+	Workload string `json:"workload"`
+	Service  string `json:"service,omitempty"`
+	Queue    string `json:"queue"`
+	Priority string `json:"priority"`
+	// Reason is Kueue's Preempted condition reason (InClusterQueue,
+	// InCohortReclamation, InCohortReclaimWhileBorrowing).
+	Reason string `json:"reason"`
+	// Policy is the preemption setting that allows it
+	// (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort).
+	Policy string `json:"policy"`
+}
+
+// variant is a template as rendered: the template itself, or its cache-free
+// variant when that takes other locks.
+type variant struct {
+	name, base string
+	cacheFree  bool
+	t          policy.Template
+	locks      []string
+}
+
+func variants(p *policy.Policy) []variant {
+	var out []variant
+	for _, n := range p.TemplateNames() {
+		t := p.Templates[n]
+		out = append(out, variant{name: n, base: n, t: t, locks: t.Locks})
+		if t.CacheFree != nil && !slices.Equal(t.CacheFree.Locks, t.Locks) {
+			out = append(out, variant{name: t.CacheFree.Name, base: n, cacheFree: true, t: t, locks: t.CacheFree.Locks})
+		}
+	}
+	return out
+}
+
+// stateSnap is the snapshot of one service state: always-on services
+// admitted, then the on-demand services that are up.
+type stateSnap struct {
+	mask     uint32 // bit i: OnDemand[i] is up
+	admitted uint32 // bit i: OnDemand[i] is up and Kueue admitted it
+	snap     *Snapshot
+	// unadmitted lists up services Kueue does not admit, with the
+	// resources they are short of.
+	unadmitted []unadmitted
+}
+
+type unadmitted struct {
+	service string
+	short   []FlavorResource
+	outcome Outcome
+}
+
+// explainer carries one Explain run.
+type explainer struct {
+	p        *policy.Policy
+	ladder   []policy.Priority
+	onDemand []string
+	alwaysOn []string
+	variants []variant
+	states   []*stateSnap
+	memo     map[memoKey]*quotaSim
+	rows     []Capacity
+	// rowIndex finds a row by (variant, priority, state mask).
+	rowIndex map[rowKey]int
+	findings []Finding
+
+	// indexes, built once
+	templatesBy map[string][]string // queue → template names, sorted
+	servicesBy  map[string][]string // queue → service names, sorted
+	cohortOf    map[string][]string // queue → the queues of its cohort (itself alone without one), sorted
+	empty       *Snapshot           // the policy's snapshot with nothing admitted
+}
+
+type memoKey struct {
+	base, prio string
+	relevant   uint32
+}
+
+type rowKey struct {
+	variant, prio string
+	mask          uint32
+}
+
+// Explain runs the admission analysis over a policy. The policy should have
+// passed policy.Check (vet); Explain reports mixed GPU-memory units itself,
+// for policies read from elsewhere. It fails only on a policy with more than
+// MaxOnDemand on-demand services.
+func Explain(p *policy.Policy) (*Report, error) {
+	e := &explainer{
+		p:        p,
+		ladder:   p.Ladder(),
+		onDemand: p.OnDemandServices(),
+		memo:     map[memoKey]*quotaSim{},
+		rowIndex: map[rowKey]int{},
+	}
+	if len(e.onDemand) > MaxOnDemand {
+		return nil, fmt.Errorf("policy %q has %d on-demand services; explain enumerates 2^n service states and stops at %d services",
+			p.Name, len(e.onDemand), MaxOnDemand)
+	}
+	for _, n := range p.ServiceNames() {
+		if p.Services[n].Mode != policy.OnDemand {
+			e.alwaysOn = append(e.alwaysOn, n)
+		}
+	}
+	e.variants = variants(p)
+	e.index()
+	n := uint32(1) << len(e.onDemand)
+	for mask := uint32(0); mask < n; mask++ {
+		e.states = append(e.states, e.buildState(mask))
+	}
+	e.capacity()
+	e.findingsAll()
+	sortFindings(e.findings)
+	r := &Report{
+		Policy:   p.Name,
+		Model:    "kueue " + KueueVersion + " classical preemption",
+		OnDemand: append([]string{}, e.onDemand...),
+		Capacity: e.rows,
+		Findings: e.findings,
+	}
+	if r.Capacity == nil {
+		r.Capacity = []Capacity{}
+	}
+	if r.Findings == nil {
+		r.Findings = []Finding{}
+	}
+	return r, nil
+}
+
+func (e *explainer) index() {
+	e.templatesBy = map[string][]string{}
+	e.servicesBy = map[string][]string{}
+	e.cohortOf = map[string][]string{}
+	for _, n := range e.p.TemplateNames() {
+		q := e.p.Templates[n].Queue
+		e.templatesBy[q] = append(e.templatesBy[q], n)
+	}
+	for _, n := range e.p.ServiceNames() {
+		q := e.p.Services[n].Queue
+		e.servicesBy[q] = append(e.servicesBy[q], n)
+	}
+	byCohort := map[string][]string{}
+	for _, n := range e.p.QueueNames() {
+		if c := e.p.Queues[n].Cohort; c != "" {
+			byCohort[c] = append(byCohort[c], n)
+		}
+	}
+	for _, n := range e.p.QueueNames() {
+		if c := e.p.Queues[n].Cohort; c != "" {
+			e.cohortOf[n] = byCohort[c]
+		} else {
+			e.cohortOf[n] = []string{n}
+		}
+	}
+	e.empty = NewSnapshot(e.p)
+}
+
+// bit returns the state bit of on-demand service i. Service 0 is the most
+// significant bit, so that masks in increasing order list the states with
+// the first service down first.
+func (e *explainer) bit(i int) uint32 { return 1 << (len(e.onDemand) - 1 - i) }
+
+func (e *explainer) up(mask uint32, i int) bool { return mask&e.bit(i) != 0 }
+
+func serviceWorkload(s *Snapshot, p *policy.Policy, name string) *Workload {
+	sv := p.Services[name]
+	return s.NewWorkload(Workload{
+		Name: name, Service: name, Queue: sv.Queue, Card: sv.Card,
+		Priority: sv.Priority, Value: p.Priorities[sv.Priority].Value, Request: sv.Request,
+	})
+}
+
+// buildState admits the always-on services (by name), then the on-demand
+// services that are up (by name), each only if it fits: a service pod Kueue
+// holds is not up.
+func (e *explainer) buildState(mask uint32) *stateSnap {
+	st := &stateSnap{mask: mask, snap: NewSnapshot(e.p)}
+	admit := func(name string) bool {
+		if _, ok := st.snap.queues[e.p.Services[name].Queue]; !ok {
+			return false
+		}
+		w := serviceWorkload(st.snap, e.p, name)
+		d := st.snap.Decide(w)
+		if d.Outcome != Admit {
+			st.unadmitted = append(st.unadmitted, unadmitted{name, d.Short, d.Outcome})
+			return false
+		}
+		st.snap.Add(w)
+		return true
+	}
+	for _, n := range e.alwaysOn {
+		admit(n)
+	}
+	for i, n := range e.onDemand {
+		if e.up(mask, i) && admit(n) {
+			st.admitted |= e.bit(i)
+		}
+	}
+	return st
+}
+
+// relevantMask is the set of on-demand services that can change a
+// template's admission: those on the same card in the same cohort (or the
+// same queue, without a cohort).
+func (e *explainer) relevantMask(queue, card string) uint32 {
+	group := map[string]bool{queue: true}
+	for _, n := range e.cohortOf[queue] {
+		group[n] = true
+	}
+	var m uint32
+	for i, n := range e.onDemand {
+		s := e.p.Services[n]
+		if group[s.Queue] && s.Card == card {
+			m |= e.bit(i)
+		}
+	}
+	return m
+}
+
+// quotaSim is what Kueue does with N identical jobs in one state, locks
+// aside.
+type quotaSim struct {
+	avail0      map[policy.Kind]int64 // Available before any job
+	quotaAdmits int64
+	never       bool
+	binding     []policy.Kind
+	// with preemption
+	preemptAdmits int64
+	evicts        []Eviction
+	preemptMargin map[policy.Kind]int64
+}
+
+func (e *explainer) jobWorkload(s *Snapshot, v variant, pr policy.Priority) *Workload {
+	return s.NewWorkload(Workload{
+		Name: v.base + " job", Template: v.base, Queue: v.t.Queue, Card: v.t.Card,
+		Priority: pr.Name, Value: pr.Value, Request: v.t.Request,
+	})
+}
+
+// simulate submits jobs of a template at a priority into a state's snapshot
+// and undoes everything afterwards: first as many as fit without
+// preemption, then as many more as Kueue admits by preempting.
+func (e *explainer) simulate(st *stateSnap, v variant, pr policy.Priority) *quotaSim {
+	s := st.snap
+	if _, ok := s.queues[v.t.Queue]; !ok {
+		return &quotaSim{never: true, avail0: map[policy.Kind]int64{}}
+	}
+	sim := &quotaSim{avail0: map[policy.Kind]int64{}}
+	for _, k := range policy.Kinds {
+		sim.avail0[k] = s.Available(v.t.Queue, FlavorResource{v.t.Card, k})
+	}
+	var added []*Workload
+	var evicted []*Workload
+	defer func() {
+		for _, w := range added {
+			s.Remove(w)
+		}
+		for _, w := range evicted {
+			s.restore(w)
+		}
+	}()
+	for len(added) < maxJobs {
+		w := e.jobWorkload(s, v, pr)
+		d := s.Decide(w)
+		if d.Outcome != Admit {
+			for _, fr := range d.Short {
+				sim.binding = append(sim.binding, fr.Kind)
+			}
+			sim.never = d.Outcome == NoFit && len(added) == 0
+			break
+		}
+		s.Add(w)
+		added = append(added, w)
+	}
+	sim.quotaAdmits = int64(len(added))
+	sim.preemptAdmits = sim.quotaAdmits
+	for len(added) < maxJobs {
+		w := e.jobWorkload(s, v, pr)
+		d := s.Decide(w)
+		if d.Outcome == Preempt {
+			for _, t := range d.Targets {
+				s.Remove(t.Workload)
+				evicted = append(evicted, t.Workload)
+				sim.evicts = append(sim.evicts, e.eviction(t))
+			}
+			d = s.Decide(w)
+		}
+		if d.Outcome != Admit {
+			break
+		}
+		s.Add(w)
+		added = append(added, w)
+	}
+	if len(evicted) > 0 {
+		sim.preemptAdmits = int64(len(added))
+		sim.preemptMargin = map[policy.Kind]int64{}
+		for _, k := range policy.Kinds {
+			sim.preemptMargin[k] = s.Available(v.t.Queue, FlavorResource{v.t.Card, k})
+		}
+	}
+	return sim
+}
+
+func (e *explainer) eviction(t Target) Eviction {
+	w := t.Workload
+	return Eviction{
+		Workload: w.Name, Service: w.Service, Queue: w.Queue, Priority: w.Priority,
+		Reason: t.Reason, Policy: PolicyOf(t.Reason),
+	}
+}
+
+func (e *explainer) capacity() {
+	for _, v := range e.variants {
+		relevant := e.relevantMask(v.t.Queue, v.t.Card)
+		for _, pr := range e.ladder {
+			for _, st := range e.states {
+				key := memoKey{v.base, pr.Name, st.admitted & relevant}
+				sim := e.memo[key]
+				if sim == nil {
+					sim = e.simulate(st, v, pr)
+					e.memo[key] = sim
+				}
+				e.rowIndex[rowKey{v.name, pr.Name, st.mask}] = len(e.rows)
+				e.rows = append(e.rows, e.row(v, pr, st, sim))
+			}
+		}
+	}
+}
+
+// smallestLock is the step's lock with the smallest size (the first in
+// acquisition order on a tie).
+func (e *explainer) smallestLock(v variant) (policy.Lock, bool) {
+	var best policy.Lock
+	found := false
+	for _, n := range v.locks {
+		l, ok := e.p.Locks[n]
+		if !ok {
+			continue
+		}
+		if !found || l.Size < best.Size {
+			best, found = l, true
+		}
+	}
+	return best, found
+}
+
+func (e *explainer) row(v variant, pr policy.Priority, st *stateSnap, sim *quotaSim) Capacity {
+	c := Capacity{
+		Template: v.name, BaseTemplate: v.base, CacheFree: v.cacheFree,
+		Queue: v.t.Queue, Card: v.t.Card, Priority: pr.Name, PriorityValue: pr.Value,
+		State:       map[string]string{},
+		Reachable:   len(st.unadmitted) == 0,
+		QuotaAdmits: sim.quotaAdmits,
+		Admitted:    sim.quotaAdmits,
+		BoundBy:     "quota",
+		Binding:     []string{},
+		Margin:      map[string]string{},
+		PerResource: map[string]int64{},
+	}
+	for i, n := range e.onDemand {
+		if e.up(st.mask, i) {
+			c.State[n] = "up"
+		} else {
+			c.State[n] = "down"
+		}
+	}
+	if sim.never {
+		c.BoundBy = "never-fits"
+	}
+	for _, k := range sim.binding {
+		c.Binding = append(c.Binding, e.p.Resource(k))
+	}
+	kueue := sim.quotaAdmits
+	if sim.evicts != nil {
+		kueue = sim.preemptAdmits
+	}
+	lockSize := int64(-1)
+	if l, ok := e.smallestLock(v); ok {
+		lockSize = l.Size
+		le := &LockEffect{Name: l.Name, Size: l.Size, Kueue: kueue}
+		switch {
+		case l.Size < kueue:
+			le.Effect = "limits"
+		case l.Size == kueue:
+			le.Effect = "matches"
+		default:
+			le.Effect = "exceeds"
+			le.Held = l.Size - kueue
+		}
+		c.Lock = le
+		if l.Size < sim.quotaAdmits {
+			c.Admitted = l.Size
+			c.BoundBy = "lock"
+		}
+	}
+	for _, k := range policy.Kinds {
+		req := v.t.Request.Get(k)
+		if req <= 0 {
+			continue
+		}
+		res := e.p.Resource(k)
+		c.Margin[res] = Quantity(k, sim.avail0[k]-c.Admitted*req)
+		c.PerResource[res] = sim.avail0[k] / req
+	}
+	if sim.evicts != nil {
+		pp := &PreemptionPath{QuotaAdmits: sim.preemptAdmits, Admitted: sim.preemptAdmits, Evicts: sim.evicts, Margin: map[string]string{}}
+		if lockSize >= 0 && lockSize < pp.Admitted {
+			pp.Admitted = lockSize
+		}
+		for _, k := range policy.Kinds {
+			req := v.t.Request.Get(k)
+			if req <= 0 {
+				continue
+			}
+			// Margin once pp.Admitted (not pp.QuotaAdmits) jobs run.
+			pp.Margin[e.p.Resource(k)] = Quantity(k, sim.preemptMargin[k]+(pp.QuotaAdmits-pp.Admitted)*req)
+		}
+		c.Preemption = pp
+	}
+	return c
+}
+
+// stateLabel prints a state in the lab's words: "qwen2-5-7b up",
+// "all on-demand services down", "a up, b down".
+func stateLabel(onDemand []string, state map[string]string) string {
+	if len(onDemand) == 0 {
+		return "always"
+	}
+	var parts []string
+	for _, n := range onDemand {
+		parts = append(parts, n+" "+state[n])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// upServices lists the on-demand services up in a mask.
+func (e *explainer) upServices(mask uint32) []string {
+	var out []string
+	for i, n := range e.onDemand {
+		if e.up(mask, i) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func popcount(m uint32) int { return bits.OnesCount32(m) }
+
+func sortedStrings(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

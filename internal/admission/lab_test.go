@@ -1,0 +1,298 @@
+package admission_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gpupolicy/gpupolicy/internal/admission"
+	"github.com/gpupolicy/gpupolicy/internal/admission/admissiontest"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
+)
+
+var (
+	labOnce   sync.Once
+	labPolicy *policy.Policy
+	labErr    error
+)
+
+// loadLab loads policies/lab through CUE once per test binary.
+func loadLab(t testing.TB) *policy.Policy {
+	t.Helper()
+	labOnce.Do(func() { labPolicy, labErr = policy.Load("../../policies/lab") })
+	if labErr != nil {
+		t.Fatalf("loading the lab policy: %v", labErr)
+	}
+	return labPolicy
+}
+
+func explain(t testing.TB, p *policy.Policy) *admission.Report {
+	t.Helper()
+	r, err := admission.Explain(p)
+	if err != nil {
+		t.Fatalf("Explain: %v", err)
+	}
+	return r
+}
+
+// row finds the capacity row of a template, priority and state (state
+// given as the on-demand services that are up).
+func row(t testing.TB, r *admission.Report, template, priority string, up ...string) admission.Capacity {
+	t.Helper()
+	isUp := map[string]bool{}
+	for _, s := range up {
+		isUp[s] = true
+	}
+rows:
+	for _, c := range r.Capacity {
+		if c.Template != template || c.Priority != priority {
+			continue
+		}
+		for _, s := range r.OnDemand {
+			if (c.State[s] == "up") != isUp[s] {
+				continue rows
+			}
+		}
+		return c
+	}
+	t.Fatalf("no row for %s at %s with %v up", template, priority, up)
+	return admission.Capacity{}
+}
+
+func findings(r *admission.Report, rule string) []admission.Finding {
+	var out []admission.Finding
+	for _, f := range r.Findings {
+		if f.Rule == rule {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func finding(t testing.TB, r *admission.Report, rule, path string) admission.Finding {
+	t.Helper()
+	for _, f := range r.Findings {
+		if f.Rule == rule && f.Path == path {
+			return f
+		}
+	}
+	t.Fatalf("no %s finding at %s; findings:\n%s", rule, path, dumpFindings(r))
+	return admission.Finding{}
+}
+
+func dumpFindings(r *admission.Report) string {
+	var b strings.Builder
+	for _, f := range r.Findings {
+		b.WriteString(f.Severity + " " + f.Rule + " " + f.Path + ": " + f.Message + "\n")
+	}
+	return b.String()
+}
+
+func mustContain(t testing.TB, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%s does not say %q:\n%s", what, sub, s)
+		}
+	}
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestLab checks the numbers the design hand-checked from the write-ups.
+func TestLab(t *testing.T) {
+	r := explain(t, loadLab(t))
+	const noCache, step, llm = "gpu-step-no-cache", "gpu-step", "qwen2-5-7b"
+
+	t.Run("batch with the 7B down: 4, shares and host memory bind", func(t *testing.T) {
+		c := row(t, r, noCache, "batch")
+		if c.Admitted != 4 || c.QuotaAdmits != 4 {
+			t.Errorf("admitted %d (quota %d), want 4", c.Admitted, c.QuotaAdmits)
+		}
+		if want := []string{"nvidia.com/gpu", "memory"}; !sameStrings(c.Binding, want) {
+			t.Errorf("binding %v, want %v", c.Binding, want)
+		}
+		// (12 - 4) / 2 = 4 and 8 - 4 = 4; GPU memory would allow more.
+		if c.PerResource["nvidia.com/gpu"] != 4 || c.PerResource["memory"] != 4 || c.PerResource["gpupolicy.dev/gpu-memory"] <= 4 {
+			t.Errorf("per resource %v, want shares 4, memory 4, GPU memory > 4", c.PerResource)
+		}
+		if c.Margin["nvidia.com/gpu"] != "0" || c.Margin["memory"] != "0" || c.Margin["gpupolicy.dev/gpu-memory"] != "8508Mi" {
+			t.Errorf("margin %v, want 0 shares, 0 memory, 8508Mi GPU memory", c.Margin)
+		}
+		if c.Lock == nil || c.Lock.Name != "main" || c.Lock.Effect != "matches" {
+			t.Errorf("lock %+v, want main matching the quota", c.Lock)
+		}
+	})
+
+	t.Run("batch with the 7B up: 0, GPU memory binds with 404 MiB left, no preemption", func(t *testing.T) {
+		c := row(t, r, noCache, "batch", llm)
+		if c.Admitted != 0 || c.QuotaAdmits != 0 {
+			t.Errorf("admitted %d, want 0", c.Admitted)
+		}
+		if want := []string{"gpupolicy.dev/gpu-memory"}; !sameStrings(c.Binding, want) {
+			t.Errorf("binding %v, want %v", c.Binding, want)
+		}
+		// 16311 - 3707 (services) - 12200 (the 7B) = 404.
+		if got := c.Margin["gpupolicy.dev/gpu-memory"]; got != "404Mi" {
+			t.Errorf("GPU-memory margin %q, want 404Mi", got)
+		}
+		if c.Preemption != nil {
+			t.Errorf("batch admitted by preemption %+v; batch preempts nothing", c.Preemption)
+		}
+		if c.Lock == nil || c.Lock.Effect != "exceeds" || c.Lock.Held != 4 {
+			t.Errorf("lock %+v, want main exceeding the quota, 4 slots held by waiting jobs", c.Lock)
+		}
+	})
+
+	t.Run("training with the 7B up: admitted by reclaiming the borrowed share", func(t *testing.T) {
+		c := row(t, r, noCache, "training", llm)
+		if c.QuotaAdmits != 0 {
+			t.Errorf("admitted %d without preemption, want 0", c.QuotaAdmits)
+		}
+		if c.Preemption == nil {
+			t.Fatal("no preemption path; want the 7B reclaimed")
+		}
+		if c.Preemption.Admitted != 4 {
+			t.Errorf("admitted %d by preemption, want 4", c.Preemption.Admitted)
+		}
+		if len(c.Preemption.Evicts) != 1 {
+			t.Fatalf("evicts %+v, want the 7B only", c.Preemption.Evicts)
+		}
+		ev := c.Preemption.Evicts[0]
+		if ev.Service != llm || ev.Queue != "gpu-large-model" || ev.Reason != admission.ReasonInCohortReclamation || ev.Policy != "reclaimWithinCohort" {
+			t.Errorf("eviction %+v, want qwen2-5-7b by reclaimWithinCohort (InCohortReclamation)", ev)
+		}
+	})
+
+	t.Run("the cache lock lets one cache-mounting job run", func(t *testing.T) {
+		c := row(t, r, step, "batch")
+		if c.Admitted != 1 || c.QuotaAdmits != 4 || c.BoundBy != "lock" {
+			t.Errorf("admitted %d of quota %d bound by %s, want 1 of 4 bound by the lock", c.Admitted, c.QuotaAdmits, c.BoundBy)
+		}
+		if c.Lock == nil || c.Lock.Name != "cache" || c.Lock.Effect != "limits" {
+			t.Errorf("lock %+v, want cache limiting", c.Lock)
+		}
+	})
+
+	t.Run("dead preemption: a waking 7B does not evict batch jobs", func(t *testing.T) {
+		f := finding(t, r, "dead-preemption", `queues."gpu-large-model".preemption.borrowWithinCohort`)
+		if f.Severity != admission.SeverityError {
+			t.Errorf("severity %s, want error", f.Severity)
+		}
+		mustContain(t, "dead-preemption", f.Message, "10171", "above their nominal quota", "gpu-general",
+			"a waking qwen2-5-7b waits", "batch jobs finish")
+		if !strings.HasPrefix(f.Pos, "policies/lab/queues.cue:") && !strings.HasPrefix(f.Pos, "../../policies/lab/queues.cue:") {
+			t.Errorf("pos %q, want a position in queues.cue", f.Pos)
+		}
+		// The live paths are not reported dead.
+		for _, g := range findings(r, "dead-preemption") {
+			if strings.Contains(g.Path, "gpu-general") {
+				t.Errorf("gpu-general's preemption reported dead: %s", g.Message)
+			}
+		}
+	})
+
+	t.Run("the lab's queues pass Kueue's preemption validation", func(t *testing.T) {
+		if fs := findings(r, "preemption-rejected"); len(fs) != 0 {
+			t.Errorf("preemption-rejected on the lab: %v", fs)
+		}
+		// Without reclaimWithinCohort, Kueue's CEL rule rejects the queue.
+		p := admissiontest.Lab().Obj()
+		q := p.Queues["gpu-large-model"]
+		q.Preemption.ReclaimWithinCohort = "Never"
+		p.Queues["gpu-large-model"] = q
+		f := finding(t, explain(t, p), "preemption-rejected", `queues."gpu-large-model".preemption`)
+		mustContain(t, "preemption-rejected", f.Message, "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
+	})
+
+	t.Run("batch starves while the 7B is up", func(t *testing.T) {
+		f := finding(t, r, "starvation", "priorities.batch")
+		if f.Severity != admission.SeverityWarning {
+			t.Errorf("severity %s, want warning (the wait ends when the 7B scales down)", f.Severity)
+		}
+		mustContain(t, "starvation", f.Message, "while qwen2-5-7b is up", "404 MiB", "1,024 MiB",
+			"activeDeadlineSeconds 3600 s", "does not count", "a pod Kueue holds never starts",
+			"qwen2-5-7b scales down, 3600 s after its last request", "indefinitely")
+		for _, g := range findings(r, "starvation") {
+			if g.Path == "priorities.training" || g.Path == `priorities."always-on"` {
+				t.Errorf("%s reported starving; it reclaims the 7B", g.Path)
+			}
+		}
+	})
+
+	t.Run("declared against physical", func(t *testing.T) {
+		f := finding(t, r, "declared-physical", `cards."rtx-5060-ti".memoryMiB`)
+		if f.Severity != admission.SeverityInfo {
+			t.Errorf("severity %s, want info: the quotas never exceed the card", f.Severity)
+		}
+		mustContain(t, "declared-physical", f.Message, "16,311 MiB", "isolates none", "not a limit")
+	})
+
+	t.Run("locks", func(t *testing.T) {
+		f := finding(t, r, "lock-capacity", "locks.main.size")
+		if f.Severity != admission.SeverityWarning {
+			t.Errorf("main lock severity %s, want warning", f.Severity)
+		}
+		mustContain(t, "lock-capacity", f.Message, "all 4 of the main lock's slots", "batch")
+	})
+
+	if !r.HasErrors() {
+		t.Error("the lab has error findings (dead preemption); HasErrors says none")
+	}
+}
+
+// TestLabBuilderMatchesCUE keeps admissiontest.Lab equal to policies/lab:
+// the same report, positions aside.
+func TestLabBuilderMatchesCUE(t *testing.T) {
+	fromCUE := explain(t, loadLab(t))
+	fromGo := explain(t, admissiontest.Lab().Obj())
+	for i := range fromCUE.Findings {
+		fromCUE.Findings[i].Pos = ""
+	}
+	a, _ := json.Marshal(fromCUE)
+	b, _ := json.Marshal(fromGo)
+	if !bytes.Equal(a, b) {
+		i := 0
+		for i < len(a) && i < len(b) && a[i] == b[i] {
+			i++
+		}
+		from := max(0, i-200)
+		t.Errorf("admissiontest.Lab() and policies/lab differ at byte %d:\nCUE: …%s\nGo:  …%s", i, a[from:min(len(a), i+200)], b[from:min(len(b), i+200)])
+	}
+}
+
+func TestExplainDeterministic(t *testing.T) {
+	p := loadLab(t)
+	var first []byte
+	for i := 0; i < 5; i++ {
+		var buf bytes.Buffer
+		if err := explain(t, p).WriteJSON(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = buf.Bytes()
+		} else if !bytes.Equal(first, buf.Bytes()) {
+			t.Fatal("two runs of Explain on one policy gave different JSON")
+		}
+	}
+	var buf bytes.Buffer
+	explain(t, p).WriteText(&buf)
+	a := buf.String()
+	buf.Reset()
+	explain(t, p).WriteMarkdown(&buf)
+	if a == "" || buf.Len() == 0 {
+		t.Fatal("empty text or markdown")
+	}
+}

@@ -1,0 +1,375 @@
+package admission
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/gpupolicy/gpupolicy/internal/policy"
+)
+
+// Kueue's reasons on a preempted Workload's Preempted condition
+// (apis/kueue/v1beta2/workload_types.go).
+const (
+	// ReasonInClusterQueue: preempted by withinClusterQueue.
+	ReasonInClusterQueue = "InClusterQueue"
+	// ReasonInCohortReclamation: preempted by reclaimWithinCohort, the
+	// preemptor reclaiming quota its queue lent to the cohort.
+	ReasonInCohortReclamation = "InCohortReclamation"
+	// ReasonInCohortReclaimWhileBorrowing: preempted by borrowWithinCohort,
+	// the preemptor borrowing.
+	ReasonInCohortReclaimWhileBorrowing = "InCohortReclaimWhileBorrowing"
+)
+
+// PolicyOf names the preemption setting behind a Kueue reason.
+func PolicyOf(reason string) string {
+	switch reason {
+	case ReasonInClusterQueue:
+		return "withinClusterQueue"
+	case ReasonInCohortReclamation:
+		return "reclaimWithinCohort"
+	case ReasonInCohortReclaimWhileBorrowing:
+		return "borrowWithinCohort"
+	}
+	return ""
+}
+
+// Target is a workload Kueue would evict to admit another, and why.
+type Target struct {
+	Workload *Workload
+	Reason   string
+}
+
+// Outcome is what Kueue's scheduler does with a pending workload in one
+// cycle.
+type Outcome int
+
+const (
+	// Admit: it fits; quota is reserved now.
+	Admit Outcome = iota
+	// Preempt: it fits once Targets are evicted; Kueue evicts them and
+	// admits it in a later cycle.
+	Preempt
+	// Wait: it does not fit and no preemption is possible; the pod stays
+	// held until quota frees up.
+	Wait
+	// NoFit: a request exceeds what the queue could ever hold
+	// (PotentialAvailable); Kueue never admits it.
+	NoFit
+)
+
+func (o Outcome) String() string {
+	return [...]string{"admit", "preempt", "wait", "no-fit"}[o]
+}
+
+// Decision is the outcome of Decide.
+type Decision struct {
+	Outcome Outcome
+	// Targets are the evictions Kueue issues (Outcome Preempt).
+	Targets []Target
+	// Short lists the resources the workload does not fit in now
+	// (request > Available), in Kinds order; for NoFit, the ones above
+	// PotentialAvailable.
+	Short []FlavorResource
+}
+
+// Decide is one scheduling attempt for w, as Kueue v0.17's scheduler makes
+// it with classical preemption (docs:
+// https://kueue.sigs.k8s.io/docs/concepts/preemption/; code:
+// pkg/scheduler/scheduler.go, flavorassigner, preemption):
+//
+//  1. Fit: every request ≤ Available → admitted.
+//  2. NoFit: some request > PotentialAvailable → never admitted
+//     (flavorassigner.fitsResourceQuota, "insufficient quota ... > maximum
+//     capacity").
+//  3. Preemption is only attempted for a resource if the request fits the
+//     queue's own nominal quota, or borrowWithinCohort is enabled
+//     (fitsResourceQuota: val <= rQuota.Nominal || mayReclaimInHierarchy ||
+//     canPreemptWhileBorrowing; in a flat cohort mayReclaimInHierarchy
+//     implies val <= nominal). Otherwise the workload waits.
+//  4. Otherwise the preemptor's candidate search (classicalTargets); no
+//     targets → the workload waits ("Workload requires preemption, but
+//     there are no candidate workloads allowed for preemption").
+func (s *Snapshot) Decide(w *Workload) Decision {
+	cq := s.queue(w.Queue)
+	var short, never []FlavorResource
+	reqs := w.requests()
+	for _, r := range reqs {
+		if _, ok := cq.quotas[r.fr]; !ok || r.v > s.PotentialAvailable(w.Queue, r.fr) {
+			never = append(never, r.fr)
+			continue
+		}
+		if r.v > max(0, cq.available(r.fr)) {
+			short = append(short, r.fr)
+		}
+	}
+	if len(never) > 0 {
+		return Decision{Outcome: NoFit, Short: never}
+	}
+	if len(short) == 0 {
+		return Decision{Outcome: Admit}
+	}
+	bwc := borrowWithinCohortEnabled(cq.pre)
+	needs := map[FlavorResource]bool{}
+	for _, r := range reqs {
+		for _, fr := range short {
+			if r.fr == fr {
+				if r.v > cq.quotas[fr].Nominal && !bwc {
+					return Decision{Outcome: Wait, Short: short}
+				}
+				needs[fr] = true
+			}
+		}
+	}
+	targets := s.classicalTargets(w, cq, needs)
+	if len(targets) == 0 {
+		return Decision{Outcome: Wait, Short: short}
+	}
+	return Decision{Outcome: Preempt, Targets: targets, Short: short}
+}
+
+func borrowWithinCohortEnabled(p policy.Preemption) bool {
+	return p.BorrowWithinCohort != "" && p.BorrowWithinCohort != "Never"
+}
+
+func policyEnabled(p string) bool { return p != "" && p != "Never" }
+
+// preemption variants (classical/hierarchical_preemption.go).
+type pvariant int
+
+const (
+	withinCQ pvariant = iota + 1
+	// hierarchicalReclaim: the preemptor fits its own nominal quota; it
+	// reclaims what it lent, whatever the borrowWithinCohort setting.
+	hierarchicalReclaim
+	// reclaimWithoutBorrowing: may only be evicted if the preemptor then
+	// fits without borrowing.
+	reclaimWithoutBorrowing
+	// reclaimWhileBorrowing: may be evicted even though the preemptor
+	// borrows (borrowWithinCohort, priority ≤ maxPriorityThreshold).
+	reclaimWhileBorrowing
+)
+
+func (v pvariant) reason() string {
+	switch v {
+	case withinCQ:
+		return ReasonInClusterQueue
+	case reclaimWhileBorrowing:
+		return ReasonInCohortReclaimWhileBorrowing
+	default:
+		return ReasonInCohortReclamation
+	}
+}
+
+type candidate struct {
+	w  *Workload
+	cq *clusterQueue
+	v  pvariant
+}
+
+// satisfiesPolicy is preemptioncommon.SatisfiesPreemptionPolicy (the
+// SchedulerTimestampPreemptionBuffer gate is alpha and off in v0.17):
+//
+//   - LowerPriority: the candidate's priority is strictly lower;
+//   - LowerOrNewerEqualPriority: lower, or equal and created after the
+//     preemptor;
+//   - Any: always; Never: never.
+func satisfiesPolicy(pol string, preemptor, cand *Workload) bool {
+	switch pol {
+	case "LowerPriority":
+		return preemptor.Value > cand.Value
+	case "LowerOrNewerEqualPriority":
+		return preemptor.Value > cand.Value || (preemptor.Value == cand.Value && preemptor.Seq < cand.Seq)
+	case "Any":
+		return true
+	}
+	return false
+}
+
+// withinNominal is schdcache.IsWithinNominalInResources: usage ≤ nominal
+// in every resource that needs preemption.
+func withinNominal(cq *clusterQueue, needs map[FlavorResource]bool) bool {
+	for fr := range needs {
+		if cq.usage[fr] > cq.quotas[fr].Nominal {
+			return false
+		}
+	}
+	return true
+}
+
+func usesNeeded(w *Workload, needs map[FlavorResource]bool) bool {
+	for _, r := range w.requests() {
+		if needs[r.fr] {
+			return true
+		}
+	}
+	return false
+}
+
+// classicalTargets is Preemptor.classicalPreemptions for a flat cohort
+// (https://kueue.sigs.k8s.io/docs/concepts/preemption/: withinClusterQueue
+// preempts in the queue; reclaimWithinCohort lets a workload that fits its
+// queue's nominal quota preempt workloads of queues in the cohort that use
+// more than theirs; borrowWithinCohort
+// lets a borrowing workload preempt lower-priority workloads, up to
+// maxPriorityThreshold, again only in queues above their nominal quota:
+// kubernetes-sigs/kueue#10171, clarified in the docs by #10210).
+//
+// Candidates (classical.NewCandidateIterator):
+//   - same queue: withinClusterQueue ≠ Never, the candidate satisfies it;
+//   - other queues of the cohort, only when reclaimWithinCohort ≠ Never
+//     (collectCandidatesForHierarchicalReclaim returns nothing otherwise:
+//     borrowWithinCohort alone collects no candidate), and only in queues
+//     that are above their nominal quota in a resource that needs
+//     preemption (collectCandidatesInSubtree skips queues within nominal —
+//     kubernetes-sigs/kueue#10171). The candidate must satisfy
+//     reclaimWithinCohort; it is a hierarchical reclaim when the preemptor
+//     fits its own nominal quota, else reclaim-while-borrowing when
+//     borrowWithinCohort allows it (candidate priority lower than the
+//     preemptor's and ≤ maxPriorityThreshold), else reclaim-without-
+//     borrowing.
+//
+// Each list is ordered by CandidatesOrdering (other queues first, lower
+// priority first, most recently admitted first), then the three are
+// concatenated: hierarchical, priority, same-queue. The search removes
+// candidates in order until the preemptor fits (workloadFits), then adds
+// back what is not needed (fillBackWorkloads). It tries "borrowing allowed"
+// and "not borrowing" in the order classicalPreemptions chooses.
+func (s *Snapshot) classicalTargets(w *Workload, cq *clusterQueue, needs map[FlavorResource]bool) []Target {
+	var same, hier, prio []candidate
+	if policyEnabled(cq.pre.WithinClusterQueue) {
+		for _, x := range cq.workloads {
+			if usesNeeded(x, needs) && satisfiesPolicy(cq.pre.WithinClusterQueue, w, x) {
+				same = append(same, candidate{x, cq, withinCQ})
+			}
+		}
+	}
+	bwcForbidden := !borrowWithinCohortEnabled(cq.pre)
+	if cq.cohort != nil && policyEnabled(cq.pre.ReclaimWithinCohort) {
+		// QuantitiesFitInQuota(cq, requests): usage + request ≤ nominal
+		// for every requested resource.
+		hasAdvantage := true
+		for _, r := range w.requests() {
+			if cq.usage[r.fr]+r.v > cq.quotas[r.fr].Nominal {
+				hasAdvantage = false
+			}
+		}
+		for _, other := range cq.cohort.queues {
+			if other == cq || withinNominal(other, needs) {
+				continue
+			}
+			for _, x := range other.workloads {
+				if !usesNeeded(x, needs) || !satisfiesPolicy(cq.pre.ReclaimWithinCohort, w, x) {
+					continue
+				}
+				switch {
+				case hasAdvantage:
+					hier = append(hier, candidate{x, other, hierarchicalReclaim})
+				case bwcForbidden:
+					prio = append(prio, candidate{x, other, reclaimWithoutBorrowing})
+				case x.Value >= w.Value || (cq.threshold != nil && x.Value > *cq.threshold):
+					prio = append(prio, candidate{x, other, reclaimWithoutBorrowing})
+				default:
+					prio = append(prio, candidate{x, other, reclaimWhileBorrowing})
+				}
+			}
+		}
+	}
+	order := func(cs []candidate) {
+		slices.SortStableFunc(cs, func(a, b candidate) int {
+			if (a.cq == cq) != (b.cq == cq) {
+				if b.cq == cq {
+					return -1
+				}
+				return 1
+			}
+			if c := cmp.Compare(a.w.Value, b.w.Value); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(b.w.Admitted, a.w.Admitted); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.w.Seq, b.w.Seq)
+		})
+	}
+	order(hier)
+	order(prio)
+	order(same)
+	all := make([]candidate, 0, len(hier)+len(prio)+len(same))
+	all = append(append(append(all, hier...), prio...), same...)
+	if len(all) == 0 {
+		return nil
+	}
+
+	underNominal := true
+	for fr := range needs {
+		if cq.usage[fr] >= cq.quotas[fr].Nominal {
+			underNominal = false
+		}
+	}
+	var attempts []bool // allowBorrowing per attempt
+	switch {
+	case len(hier) == 0 && len(prio) == 0 || (bwcForbidden && !underNominal):
+		attempts = []bool{true}
+	case bwcForbidden && len(hier) == 0:
+		attempts = []bool{false, true}
+	default:
+		attempts = []bool{true, false}
+	}
+	for _, borrow := range attempts {
+		var removed []candidate
+		for _, c := range all {
+			if c.cq != cq {
+				if borrow && c.v == reclaimWithoutBorrowing {
+					continue
+				}
+				if withinNominal(c.cq, needs) {
+					continue
+				}
+			}
+			s.Remove(c.w)
+			removed = append(removed, c)
+			if s.workloadFits(w, cq, borrow) {
+				removed = s.fillBack(w, cq, removed, borrow)
+				out := make([]Target, len(removed))
+				for i, t := range removed {
+					s.restore(t.w)
+					out[i] = Target{Workload: t.w, Reason: t.v.reason()}
+				}
+				return out
+			}
+		}
+		for _, t := range removed {
+			s.restore(t.w)
+		}
+	}
+	return nil
+}
+
+// workloadFits is preemption.go's workloadFits: every request at most
+// Available and, when borrowing is not allowed, within nominal quota.
+func (s *Snapshot) workloadFits(w *Workload, cq *clusterQueue, allowBorrowing bool) bool {
+	for _, r := range w.requests() {
+		if !allowBorrowing && cq.usage[r.fr]+r.v > cq.quotas[r.fr].Nominal {
+			return false
+		}
+		if r.v > max(0, cq.available(r.fr)) {
+			return false
+		}
+	}
+	return true
+}
+
+// fillBack is fillBackWorkloads: in reverse removal order (the last one is
+// always needed), put back each target the preemptor still fits without.
+func (s *Snapshot) fillBack(w *Workload, cq *clusterQueue, targets []candidate, borrow bool) []candidate {
+	for i := len(targets) - 2; i >= 0; i-- {
+		s.restore(targets[i].w)
+		if s.workloadFits(w, cq, borrow) {
+			targets[i] = targets[len(targets)-1]
+			targets = targets[:len(targets)-1]
+		} else {
+			s.Remove(targets[i].w)
+		}
+	}
+	return targets
+}

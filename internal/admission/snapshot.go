@@ -1,0 +1,366 @@
+package admission
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gpupolicy/gpupolicy/internal/policy"
+)
+
+// FlavorResource is one quota cell: a card (Kueue ResourceFlavor) and a kind
+// of resource (shares, host memory, GPU memory). Kueue keys every quota and
+// every usage by (flavor, resource); so does the model.
+type FlavorResource struct {
+	Card string
+	Kind policy.Kind
+}
+
+func (fr FlavorResource) String() string { return fr.Card + "/" + fr.Kind.String() }
+
+// Workload is one unit Kueue admits: a GPU job (one pod of a step template)
+// or a service's pod. Kueue orders workloads by priority, then by creation
+// (Seq); among admitted ones, by when their quota was reserved (Admitted).
+type Workload struct {
+	// Name identifies the workload in reports ("qwen2-5-7b",
+	// "gpu-step-no-cache job 3").
+	Name string
+	// Service is the service's name for a service's pod, "" for a job.
+	Service string
+	// Template is the step template for a job.
+	Template string
+	Queue    string
+	Card     string
+	// Priority names the WorkloadPriorityClass; Value is its value.
+	Priority string
+	Value    int32
+	Request  policy.Request
+
+	// Seq is the creation order (Kueue's queue-order timestamp).
+	Seq int64
+	// Admitted is the order in which quota was reserved (Kueue's
+	// QuotaReserved transition time); 0 while pending.
+	Admitted int64
+}
+
+// requests lists the workload's non-zero requests per FlavorResource, in
+// Kinds order. Kueue's workload.Usage only carries the resources a pod
+// requests.
+func (w *Workload) requests() []frAmount {
+	out := make([]frAmount, 0, 3)
+	for _, k := range policy.Kinds {
+		if v := w.Request.Get(k); v > 0 {
+			out = append(out, frAmount{FlavorResource{w.Card, k}, v})
+		}
+	}
+	return out
+}
+
+type frAmount struct {
+	fr FlavorResource
+	v  int64
+}
+
+// clusterQueue is Kueue's ClusterQueueSnapshot reduced to what classical
+// preemption reads: quotas, usage, the preemption policy and the admitted
+// workloads.
+type clusterQueue struct {
+	name   string
+	cohort *cohort
+	quotas map[FlavorResource]policy.Quota
+	usage  map[FlavorResource]int64
+	pre    policy.Preemption
+	// threshold is maxPriorityThreshold resolved to a value (nil: none).
+	threshold *int32
+	workloads []*Workload
+}
+
+// cohort is an implicit Kueue cohort (a cohortName with no Cohort object):
+// no quota of its own and no parent. Its subtree quota is what its
+// ClusterQueues lend; its usage is what they use beyond their local quota.
+type cohort struct {
+	name    string
+	queues  []*clusterQueue
+	subtree map[FlavorResource]int64
+	usage   map[FlavorResource]int64
+}
+
+// Snapshot is Kueue's quota arithmetic over a policy's ClusterQueues, with a
+// set of admitted workloads. The zero value is not usable; use NewSnapshot.
+type Snapshot struct {
+	p       *policy.Policy
+	queues  map[string]*clusterQueue
+	cohorts map[string]*cohort
+	seq     int64
+	clock   int64
+}
+
+// NewSnapshot builds the empty snapshot of a policy's queues: quotas set,
+// nothing admitted.
+func NewSnapshot(p *policy.Policy) *Snapshot { return newSnapshotOf(p, nil) }
+
+// newSnapshotOf builds the snapshot of the queues in keep (all when nil).
+// Cohorts are closed under it only if keep holds whole cohorts.
+func newSnapshotOf(p *policy.Policy, keep map[string]bool) *Snapshot {
+	s := &Snapshot{p: p, queues: map[string]*clusterQueue{}, cohorts: map[string]*cohort{}}
+	var names []string
+	if keep != nil {
+		names = sortedStrings(keep)
+	} else {
+		names = p.QueueNames()
+	}
+	for _, n := range names {
+		q, ok := p.Queues[n]
+		if !ok {
+			continue
+		}
+		cq := &clusterQueue{
+			name:   n,
+			quotas: map[FlavorResource]policy.Quota{},
+			usage:  map[FlavorResource]int64{},
+			pre:    q.Preemption,
+		}
+		for card, fq := range q.Flavors {
+			for _, k := range policy.Kinds {
+				cq.quotas[FlavorResource{card, k}] = fq.Get(k)
+			}
+		}
+		if th := q.Preemption.MaxPriorityThreshold; th != "" {
+			if pr, ok := p.Priorities[th]; ok {
+				v := pr.Value
+				cq.threshold = &v
+			}
+		}
+		if q.Cohort != "" {
+			co := s.cohorts[q.Cohort]
+			if co == nil {
+				co = &cohort{name: q.Cohort, subtree: map[FlavorResource]int64{}, usage: map[FlavorResource]int64{}}
+				s.cohorts[q.Cohort] = co
+			}
+			cq.cohort = co
+			co.queues = append(co.queues, cq)
+			// accumulateFromChild: a ClusterQueue contributes to its cohort
+			// what it does not keep local (nominal - localQuota, i.e.
+			// min(nominal, lendingLimit)).
+			for fr, qu := range cq.quotas {
+				co.subtree[fr] += qu.Nominal - localQuota(qu)
+			}
+		}
+		s.queues[n] = cq
+	}
+	return s
+}
+
+// localQuota is resource_node.go's localQuota for a ClusterQueue: the part
+// of its nominal quota it never lends, nominal - lendingLimit (0 without a
+// lending limit). Kueue docs: "lendingLimit ... the maximum amount of quota
+// that other ClusterQueues in the cohort can borrow"
+// (https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#lendinglimit).
+func localQuota(q policy.Quota) int64 {
+	if q.LendingLimit != nil {
+		return max(0, q.Nominal-*q.LendingLimit)
+	}
+	return 0
+}
+
+// Policy returns the policy the snapshot models.
+func (s *Snapshot) Policy() *policy.Policy { return s.p }
+
+func (s *Snapshot) queue(name string) *clusterQueue {
+	cq := s.queues[name]
+	if cq == nil {
+		panic(fmt.Sprintf("admission: unknown ClusterQueue %q", name))
+	}
+	return cq
+}
+
+// Nominal is the queue's nominalQuota for fr.
+func (s *Snapshot) Nominal(queue string, fr FlavorResource) int64 {
+	return s.queue(queue).quotas[fr].Nominal
+}
+
+// Usage is what the queue's admitted workloads use of fr.
+func (s *Snapshot) Usage(queue string, fr FlavorResource) int64 {
+	return s.queue(queue).usage[fr]
+}
+
+// Borrowing reports whether the queue uses more than its nominal quota of fr
+// (ClusterQueueSnapshot.Borrowing: usage > nominal).
+func (s *Snapshot) Borrowing(queue string, fr FlavorResource) bool {
+	cq := s.queue(queue)
+	return cq.usage[fr] > cq.quotas[fr].Nominal
+}
+
+// Available is how much of fr the queue can still take without preempting
+// anything: what is left of its local (never lent) quota, plus what is left
+// in the cohort's pool, bounded by the queue's borrowingLimit. It transcribes
+// resource_node.go's available (flat cohort: the parent is the root):
+//
+//	parentAvailable = cohort.subtree - cohort.usage
+//	if borrowingLimit != nil:
+//	    parentAvailable = min(parentAvailable,
+//	        (nominal - local) - max(0, usage - local) + borrowingLimit)
+//	available = max(0, local - usage) + parentAvailable
+//
+// A queue without a cohort has nominal - usage. The result is never
+// negative (ClusterQueueSnapshot.Available). Kueue docs: a ClusterQueue may
+// borrow the cohort's unused quota up to borrowingLimit
+// (https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#borrowinglimit);
+// a lender keeps nominal - lendingLimit for itself (#lendinglimit).
+func (s *Snapshot) Available(queue string, fr FlavorResource) int64 {
+	return max(0, s.queue(queue).available(fr))
+}
+
+func (cq *clusterQueue) available(fr FlavorResource) int64 {
+	q, ok := cq.quotas[fr]
+	if !ok {
+		// The queue has no quota for the card: Kueue's flavor assigner
+		// never offers it a flavor its resource groups lack.
+		return 0
+	}
+	if cq.cohort == nil {
+		return q.Nominal - cq.usage[fr]
+	}
+	local := localQuota(q)
+	parent := cq.cohort.subtree[fr] - cq.cohort.usage[fr]
+	if q.BorrowingLimit != nil {
+		stored := q.Nominal - local
+		usedInParent := max(0, cq.usage[fr]-local)
+		parent = min(parent, stored-usedInParent+*q.BorrowingLimit)
+	}
+	return max(0, local-cq.usage[fr]) + parent
+}
+
+// PotentialAvailable is the most of fr the queue could ever hold, with
+// nothing else admitted (resource_node.go's potentialAvailable): its local
+// quota plus the cohort's whole pool, bounded by nominal + borrowingLimit.
+// A request above it is NoFit: Kueue never admits it.
+func (s *Snapshot) PotentialAvailable(queue string, fr FlavorResource) int64 {
+	cq := s.queue(queue)
+	q, ok := cq.quotas[fr]
+	if !ok {
+		return 0
+	}
+	if cq.cohort == nil {
+		return q.Nominal
+	}
+	avail := localQuota(q) + cq.cohort.subtree[fr]
+	if q.BorrowingLimit != nil {
+		avail = min(avail, q.Nominal+*q.BorrowingLimit)
+	}
+	return avail
+}
+
+// addUsage is resource_node.go's addUsage: the part of val beyond what is
+// left of the queue's local quota is stored in the cohort.
+func (cq *clusterQueue) addUsage(fr FlavorResource, val int64) {
+	localAvail := max(0, localQuota(cq.quotas[fr])-cq.usage[fr])
+	cq.usage[fr] += val
+	if cq.cohort != nil && val > localAvail {
+		cq.cohort.usage[fr] += val - localAvail
+	}
+}
+
+// removeUsage is resource_node.go's removeUsage.
+func (cq *clusterQueue) removeUsage(fr FlavorResource, val int64) {
+	stored := cq.usage[fr] - localQuota(cq.quotas[fr])
+	cq.usage[fr] -= val
+	if stored <= 0 || cq.cohort == nil {
+		return
+	}
+	cq.cohort.usage[fr] -= min(val, stored)
+}
+
+// NewWorkload stamps a workload with the next creation sequence number.
+func (s *Snapshot) NewWorkload(w Workload) *Workload {
+	s.seq++
+	w.Seq = s.seq
+	return &w
+}
+
+// Fits reports whether w can be admitted now without preemption: every
+// request at most Available (the scheduler's Fit mode).
+func (s *Snapshot) Fits(w *Workload) bool {
+	cq := s.queue(w.Queue)
+	for _, r := range w.requests() {
+		if r.v > max(0, cq.available(r.fr)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Add admits w: its requests count as usage of its queue (and, beyond the
+// queue's local quota, of its cohort).
+func (s *Snapshot) Add(w *Workload) {
+	cq := s.queue(w.Queue)
+	for _, r := range w.requests() {
+		cq.addUsage(r.fr, r.v)
+	}
+	s.clock++
+	w.Admitted = s.clock
+	cq.workloads = append(cq.workloads, w)
+}
+
+// Remove evicts or finishes w, returning its quota.
+func (s *Snapshot) Remove(w *Workload) {
+	cq := s.queue(w.Queue)
+	for i, x := range cq.workloads {
+		if x == w {
+			cq.workloads = append(cq.workloads[:i], cq.workloads[i+1:]...)
+			for _, r := range w.requests() {
+				cq.removeUsage(r.fr, r.v)
+			}
+			return
+		}
+	}
+}
+
+// restore re-adds a workload removed during a simulation, keeping its
+// admission stamp (Snapshot.AddWorkload in Kueue's preemption simulation).
+func (s *Snapshot) restore(w *Workload) {
+	cq := s.queue(w.Queue)
+	for _, r := range w.requests() {
+		cq.addUsage(r.fr, r.v)
+	}
+	cq.workloads = append(cq.workloads, w)
+}
+
+// Workloads returns the queue's admitted workloads in admission order.
+func (s *Snapshot) Workloads(queue string) []*Workload {
+	ws := append([]*Workload(nil), s.queue(queue).workloads...)
+	sort.Slice(ws, func(i, j int) bool { return ws[i].Admitted < ws[j].Admitted })
+	return ws
+}
+
+// CohortQueues returns the names of the queues in the queue's cohort,
+// itself included, sorted; a queue without a cohort is alone.
+func (s *Snapshot) CohortQueues(queue string) []string {
+	cq := s.queue(queue)
+	if cq.cohort == nil {
+		return []string{queue}
+	}
+	out := make([]string, 0, len(cq.cohort.queues))
+	for _, x := range cq.cohort.queues {
+		out = append(out, x.name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CanBorrow reports whether the queue can ever use more than its nominal
+// quota of fr: it is in a cohort whose other queues lend some of fr, and
+// its borrowingLimit is not 0. A queue that cannot borrow is never "above
+// nominal", so reclaimWithinCohort and borrowWithinCohort can never pick
+// its workloads (classical.collectCandidatesInSubtree skips ClusterQueues
+// within their nominal quota).
+func (s *Snapshot) CanBorrow(queue string, fr FlavorResource) bool {
+	cq := s.queue(queue)
+	if cq.cohort == nil {
+		return false
+	}
+	q := cq.quotas[fr]
+	if q.BorrowingLimit != nil && *q.BorrowingLimit == 0 {
+		return false
+	}
+	return s.PotentialAvailable(queue, fr) > q.Nominal
+}

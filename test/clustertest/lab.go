@@ -1,0 +1,186 @@
+// Lab helpers: they set the local lab cluster (package cluster) up the
+// way the lab runs: the local environment's render deployed, the always-on
+// models up as pods through their queue, the on-demand 7B up or down. The
+// tests of verify and of `gpupolicy verify` share it.
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gpupolicy/gpupolicy/internal/cluster"
+	"github.com/gpupolicy/gpupolicy/internal/environment"
+	"github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render"
+)
+
+// Env is the environment the tests deploy: the local cluster's.
+const Env = "local"
+
+var gvrWorkload = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
+
+// Deploy applies the local environment's render of p (ordered and
+// server-side applied, as gpupolicy reconcile does) and waits until every
+// namespace of the policy has its default service account.
+func Deploy(ctx context.Context, c *cluster.Cluster, p *policy.Policy) error {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return err
+	}
+	env, err := environment.Load(root, Env)
+	if err != nil {
+		return err
+	}
+	files, err := env.Render(p)
+	if err != nil {
+		return err
+	}
+	var objs []*unstructured.Unstructured
+	for name, b := range files {
+		if name == environment.KustomizationFile {
+			continue
+		}
+		more, err := cluster.DecodeYAML(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		objs = append(objs, more...)
+	}
+	rec := reconcile.Reconciler{Client: c.Dynamic(), Mapper: c.RESTMapper()}
+	if _, err := rec.Apply(ctx, objs, reconcile.Options{Owner: map[string]string{render.LabelManagedBy: render.ManagedBy, render.LabelPolicy: p.Name}}); err != nil {
+		return err
+	}
+	for _, ns := range p.Namespaces() {
+		if err := c.CreateNamespace(ctx, ns); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WithLock returns a copy of p's locks with one lock resized.
+func WithLock(p *policy.Policy, lock string, size int64) *policy.Policy {
+	q := *p
+	q.Locks = map[string]policy.Lock{}
+	for n, l := range p.Locks {
+		if n == lock {
+			l.Size = size
+		}
+		q.Locks[n] = l
+	}
+	return &q
+}
+
+// StartService runs a service of the policy as a pod named after it,
+// through its queue at its priority, with its request (running until
+// deleted: the simulated node runs pods without a run time forever), and
+// waits until its Workload holds quota in the service's ClusterQueue.
+func StartService(ctx context.Context, c *cluster.Cluster, p *policy.Policy, name string) error {
+	s, ok := p.Services[name]
+	if !ok {
+		return fmt.Errorf("no service %q in the policy", name)
+	}
+	q := p.Queues[s.Queue]
+	rl := corev1.ResourceList{
+		corev1.ResourceName(p.SharesResource()):    *resource.NewQuantity(s.Request.Shares, resource.DecimalSI),
+		corev1.ResourceMemory:                      resource.MustParse(fmt.Sprintf("%dMi", s.Request.HostMemoryMiB)),
+		corev1.ResourceName(p.DeclarationResource): resource.MustParse(fmt.Sprintf("%dMi", s.Request.GPUMemoryMiB)),
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: map[string]string{
+			render.LabelKueueQueue: q.LocalQueue, render.LabelKueuePriority: s.Priority, "app.kubernetes.io/name": name,
+		}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: "lab.local/" + name + ":latest",
+			Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}}},
+	}
+	if _, err := c.Clientset().CoreV1().Pods(s.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return poll(ctx, "service "+name+" holding quota in "+s.Queue, func() (bool, error) {
+		l, err := c.Dynamic().Resource(gvrWorkload).Namespace(s.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, w := range l.Items {
+			owners := w.GetOwnerReferences()
+			if len(owners) == 0 || owners[0].Name != name {
+				continue
+			}
+			cq, _, _ := unstructured.NestedString(w.Object, "status", "admission", "clusterQueue")
+			return cq == s.Queue && conditionTrue(&w, "QuotaReserved") && !conditionTrue(&w, "Finished"), nil
+		}
+		return false, nil
+	})
+}
+
+// StopService deletes a service's pod and waits until it is gone.
+func StopService(ctx context.Context, c *cluster.Cluster, p *policy.Policy, name string) error {
+	ns := p.Services[name].Namespace
+	if err := c.Clientset().CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return poll(ctx, "service "+name+" gone", func() (bool, error) {
+		_, err := c.Clientset().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// LabUp deploys p and brings the services to the lab's usual state: every
+// always-on model up, every on-demand service down.
+func LabUp(ctx context.Context, c *cluster.Cluster, p *policy.Policy) error {
+	if err := Deploy(ctx, c, p); err != nil {
+		return err
+	}
+	for _, n := range p.ServiceNames() {
+		var err error
+		if p.Services[n].Mode == policy.AlwaysOn {
+			err = StartService(ctx, c, p, n)
+		} else {
+			err = StopService(ctx, c, p, n)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func conditionTrue(obj *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			return m["status"] == "True"
+		}
+	}
+	return false
+}
+
+func poll(ctx context.Context, what string, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
