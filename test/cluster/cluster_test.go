@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -102,12 +101,12 @@ func TestKueueAdmitsFourBatchJobs(t *testing.T) {
 		_ = c.Dynamic().Resource(gvrClusterQueue).Delete(context.Background(), "gpu-general", metav1.DeleteOptions{})
 		_ = c.Dynamic().Resource(gvrFlavor).Delete(context.Background(), "rtx-5060-ti", metav1.DeleteOptions{})
 	})
-	waitFor(t, ctx, "ClusterQueue gpu-general active", func(ctx context.Context) (bool, error) {
+	clustertest.WaitFor(t, ctx, "ClusterQueue gpu-general active", func(ctx context.Context) (bool, error) {
 		cq, err := c.Dynamic().Resource(gvrClusterQueue).Get(ctx, "gpu-general", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		return conditionTrue(cq, "Active"), nil
+		return clustertest.ConditionTrue(cq, "Active"), nil
 	})
 
 	// The four always-on models: plain pods through Kueue's pod integration,
@@ -127,7 +126,7 @@ func TestKueueAdmitsFourBatchJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, ctx, "4 always-on pods running on the GPU node", func(ctx context.Context) (bool, error) {
+	clustertest.WaitFor(t, ctx, "4 always-on pods running on the GPU node", func(ctx context.Context) (bool, error) {
 		return countRunning(ctx, cs, ns, "app=always-on", c.NodeName()) == 4, nil
 	})
 
@@ -158,7 +157,7 @@ func TestKueueAdmitsFourBatchJobs(t *testing.T) {
 	}
 
 	var admitted, pending []string
-	waitFor(t, ctx, "4 of 5 batch workloads admitted", func(ctx context.Context) (bool, error) {
+	clustertest.WaitFor(t, ctx, "4 of 5 batch workloads admitted", func(ctx context.Context) (bool, error) {
 		var err error
 		admitted, pending, err = jobWorkloads(ctx, c, ns)
 		return len(admitted) == 4 && len(pending) == 1, err
@@ -177,7 +176,7 @@ func TestKueueAdmitsFourBatchJobs(t *testing.T) {
 		t.Errorf("%d batch pods running on %s, want 4", n, c.NodeName())
 	}
 
-	waitFor(t, ctx, "all 5 batch jobs complete", func(ctx context.Context) (bool, error) {
+	clustertest.WaitFor(t, ctx, "all 5 batch jobs complete", func(ctx context.Context) (bool, error) {
 		jobs, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -186,7 +185,7 @@ func TestKueueAdmitsFourBatchJobs(t *testing.T) {
 		for _, j := range jobs.Items {
 			for _, cond := range j.Status.Conditions {
 				if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
-					return false, fatal{fmt.Errorf("job %s failed: %s", j.Name, cond.Message)}
+					return false, clustertest.Fatal{Err: fmt.Errorf("job %s failed: %s", j.Name, cond.Message)}
 				}
 				if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
 					done++
@@ -209,7 +208,7 @@ func jobWorkloads(ctx context.Context, c *cluster.Cluster, ns string) (admitted,
 		if len(owners) == 0 || owners[0].Kind != "Job" {
 			continue
 		}
-		if conditionTrue(&wl, "QuotaReserved") || conditionTrue(&wl, "Admitted") {
+		if clustertest.ConditionTrue(&wl, "QuotaReserved") || clustertest.ConditionTrue(&wl, "Admitted") {
 			admitted = append(admitted, owners[0].Name)
 		} else {
 			pending = append(pending, owners[0].Name)
@@ -276,7 +275,7 @@ spec:
 	}
 	name := wf.GetName()
 	var phase string
-	waitFor(t, ctx, "workflow "+name+" Succeeded", func(ctx context.Context) (bool, error) {
+	clustertest.WaitFor(t, ctx, "workflow "+name+" Succeeded", func(ctx context.Context) (bool, error) {
 		wf, err := c.Dynamic().Resource(gvrWorkflow).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -284,7 +283,7 @@ spec:
 		phase, _, _ = unstructured.NestedString(wf.Object, "status", "phase")
 		if phase == "Failed" || phase == "Error" {
 			msg, _, _ := unstructured.NestedString(wf.Object, "status", "message")
-			return false, fatal{fmt.Errorf("workflow %s: %s", phase, msg)}
+			return false, clustertest.Fatal{Err: fmt.Errorf("workflow %s: %s", phase, msg)}
 		}
 		return phase == "Succeeded", nil
 	})
@@ -332,44 +331,5 @@ func TestReadOnlyUser(t *testing.T) {
 	}
 	if _, err := os.Stat(u.Kubeconfig); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func conditionTrue(obj *unstructured.Unstructured, typ string) bool {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			return m["status"] == "True"
-		}
-	}
-	return false
-}
-
-// fatal ends a waitFor at once.
-type fatal struct{ error }
-
-func waitFor(t *testing.T, ctx context.Context, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	start := time.Now()
-	var lastErr error
-	for {
-		ok, err := cond(ctx)
-		if ok {
-			t.Logf("%s after %s", what, time.Since(start).Round(100*time.Millisecond))
-			return
-		}
-		if err != nil {
-			lastErr = err
-			var f fatal
-			if errors.As(err, &f) {
-				t.Fatalf("waiting for %s: %v", what, f.error)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
-		case <-time.After(250 * time.Millisecond):
-		}
 	}
 }

@@ -28,15 +28,29 @@ var (
 	once      sync.Once
 )
 
+// RequireEnv names the variable that makes every test needing the lab
+// cluster fail instead of skip when the cluster cannot be had (binaries not
+// built, -short): .ci/run sets it to 1, so CI cannot pass by skipping.
+const RequireEnv = "GPUPOLICY_REQUIRE_CLUSTER"
+
+// Required reports whether RequireEnv is set to 1.
+func Required() bool { return os.Getenv(RequireEnv) == "1" }
+
 // Shared returns the package's cluster, starting it on first use. It skips
 // the test when the binaries are not built (make cluster-build) or with
-// -short.
+// -short, and fails it instead when Required.
 func Shared(t testing.TB) *cluster.Cluster {
 	t.Helper()
 	if err := cluster.Available(); err != nil {
+		if Required() {
+			t.Fatalf("%s=1 but the lab cluster is not built: %v", RequireEnv, err)
+		}
 		t.Skip(err)
 	}
 	if testing.Short() {
+		if Required() {
+			t.Fatalf("%s=1: -short would skip the tests that need the lab cluster", RequireEnv)
+		}
 		t.Skip("-short: skipping tests that start the lab cluster")
 	}
 	once.Do(func() {

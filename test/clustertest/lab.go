@@ -105,7 +105,9 @@ func StartService(ctx context.Context, c *cluster.Cluster, p *policy.Policy, nam
 	if _, err := c.Clientset().CoreV1().Pods(s.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	return poll(ctx, "service "+name+" holding quota in "+s.Queue, func() (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return Poll(ctx, "service "+name+" holding quota in "+s.Queue, func(ctx context.Context) (bool, error) {
 		l, err := c.Dynamic().Resource(gvrWorkload).Namespace(s.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -116,7 +118,7 @@ func StartService(ctx context.Context, c *cluster.Cluster, p *policy.Policy, nam
 				continue
 			}
 			cq, _, _ := unstructured.NestedString(w.Object, "status", "admission", "clusterQueue")
-			return cq == s.Queue && conditionTrue(&w, "QuotaReserved") && !conditionTrue(&w, "Finished"), nil
+			return cq == s.Queue && ConditionTrue(&w, "QuotaReserved") && !ConditionTrue(&w, "Finished"), nil
 		}
 		return false, nil
 	})
@@ -128,7 +130,9 @@ func StopService(ctx context.Context, c *cluster.Cluster, p *policy.Policy, name
 	if err := c.Clientset().CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	return poll(ctx, "service "+name+" gone", func() (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return Poll(ctx, "service "+name+" gone", func(ctx context.Context) (bool, error) {
 		_, err := c.Clientset().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -152,35 +156,4 @@ func LabUp(ctx context.Context, c *cluster.Cluster, p *policy.Policy) error {
 		}
 	}
 	return nil
-}
-
-func conditionTrue(obj *unstructured.Unstructured, typ string) bool {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == typ {
-			return m["status"] == "True"
-		}
-	}
-	return false
-}
-
-func poll(ctx context.Context, what string, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), last)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }

@@ -45,24 +45,6 @@ func labUp(t *testing.T, ctx context.Context, lock int64) (*cluster.Cluster, *po
 	return c, p
 }
 
-func waitUntil(t *testing.T, ctx context.Context, what string, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v (last error: %v)", what, ctx.Err(), last)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
 
 // testLog adapts t.Logf to an io.Writer for the progress lines.
 type testLog struct{ t *testing.T }
