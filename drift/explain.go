@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 )
 
 // Sides names the two sides of a comparison in explanations: "the pin" and
@@ -35,12 +35,20 @@ type explainer struct {
 	decl     string
 }
 
-// wellKnown are resources that are not a GPU-memory declaration.
-var wellKnown = map[string]bool{"cpu": true, "memory": true, "ephemeral-storage": true, "pods": true, policy.ResourceShares: true}
+// wellKnown reports resources that are not a GPU-memory declaration: the
+// shares (with or without renameByDefault) and Kubernetes' own.
+func wellKnown(res string) bool {
+	switch res {
+	case "cpu", policy.ResourceHostMemory, "ephemeral-storage", "pods":
+		return true
+	}
+	return policy.IsSharesResource(res)
+}
 
 // declarationResource finds the extended resource that carries GPU-memory
 // declarations: the one LimitRanges default that is not a well-known
-// resource, else a ClusterQueue's covered resource, else the lab's.
+// resource, else a ClusterQueue's covered resource, else the schema's
+// default.
 func declarationResource(sets ...Set) string {
 	found := map[string]bool{}
 	for _, s := range sets {
@@ -51,7 +59,7 @@ func declarationResource(sets ...Set) string {
 				def, _ := lookup(it, "default")
 				m, _ := def.(map[string]any)
 				for k := range m {
-					if !wellKnown[k] {
+					if !wellKnown(k) {
 						found[k] = true
 					}
 				}
@@ -67,7 +75,7 @@ func declarationResource(sets ...Set) string {
 					cov, _ := lookup(rg, "coveredResources")
 					rs, _ := cov.([]any)
 					for _, r := range rs {
-						if s, ok := r.(string); ok && !wellKnown[s] {
+						if s, ok := r.(string); ok && !wellKnown(s) {
 							found[s] = true
 						}
 					}
@@ -80,7 +88,7 @@ func declarationResource(sets ...Set) string {
 			return k
 		}
 	}
-	return "gpupolicy.dev/gpu-memory"
+	return contract.DefaultDeclarationResource
 }
 
 func (x *explainer) explain(d *Difference) string {
@@ -124,7 +132,7 @@ func (x *explainer) explain(d *Difference) string {
 // gpu-memory parameter, or the podSpecPatch that carries it to the pod.
 func (x *explainer) declaresGPUMemory(d *Difference) bool {
 	return strings.Contains(d.Path, fmt.Sprintf("[%q]", x.decl)) ||
-		strings.Contains(d.Path, "parameters[gpu-memory]") ||
+		strings.Contains(d.Path, paramPath(contract.ParamGPUMemory)) ||
 		strings.HasSuffix(d.Path, ".podSpecPatch") ||
 		mentions(d.from, x.decl) || mentions(d.to, x.decl)
 }
@@ -193,7 +201,7 @@ func (x *explainer) template(d *Difference) string {
 		case strings.Contains(d.Path, ".requests"+fmt.Sprintf("[%q]", x.decl)) && d.hasFrom && d.hasTo:
 			return fmt.Sprintf("A job run through %s that declares nothing is counted at %s at %s, %s at %s.",
 				d.Name, mib(d.from), x.s.From, mib(d.to), x.s.To)
-		case strings.Contains(d.Path, "parameters[gpu-memory]") && d.hasFrom && d.hasTo:
+		case strings.Contains(d.Path, paramPath(contract.ParamGPUMemory)) && d.hasFrom && d.hasTo:
 			return fmt.Sprintf("The default GPU-memory declaration of a job run through %s: %s at %s, %s at %s.", d.Name, d.From, x.s.From, d.To, x.s.To)
 		}
 		return ""
@@ -203,7 +211,7 @@ func (x *explainer) template(d *Difference) string {
 		return fmt.Sprintf("The locks %s takes: %s at %s, %s at %s.", d.Name,
 			strings.Join(x.locksOf(x.from, d.Namespace, d.Name), ", "), x.s.From,
 			strings.Join(x.locksOf(x.to, d.Namespace, d.Name), ", "), x.s.To)
-	case strings.HasSuffix(d.Path, fmt.Sprintf(".requests[%q]", policy.ResourceShares)):
+	case requestsShares(d.Path):
 		return fmt.Sprintf("Each job run through %s takes %s at %s, %s at %s.", d.Name,
 			shares(d.from), x.s.From, shares(d.to), x.s.To)
 	case strings.HasSuffix(d.Path, ".requests.memory"):
@@ -213,9 +221,9 @@ func (x *explainer) template(d *Difference) string {
 		return fmt.Sprintf("A job's time limit: %s s at %s, %s s at %s (it counts only once the pod starts).", orNone(d.From), x.s.From, orNone(d.To), x.s.To)
 	case strings.HasSuffix(d.Path, ".image"):
 		return fmt.Sprintf("Jobs run through %s use image %s at %s, %s at %s.", d.Name, orNone(d.From), x.s.From, orNone(d.To), x.s.To)
-	case strings.Contains(d.Path, "kueue.x-k8s.io/priority-class") || strings.Contains(d.Path, "priorityClassName"):
+	case strings.Contains(d.Path, contract.LabelKueuePriority) || strings.Contains(d.Path, "priorityClassName"):
 		return fmt.Sprintf("The default priority of a job run through %s: %s at %s, %s at %s.", d.Name, orNone(d.From), x.s.From, orNone(d.To), x.s.To)
-	case strings.Contains(d.Path, "kueue.x-k8s.io/queue-name"):
+	case strings.Contains(d.Path, contract.LabelKueueQueue):
 		return fmt.Sprintf("Jobs run through %s are queued in LocalQueue %s at %s, %s at %s.", d.Name, orNone(d.From), x.s.From, orNone(d.To), x.s.To)
 	case strings.Contains(d.Path, "volumes") || strings.Contains(d.Path, "volumeMounts"):
 		return fmt.Sprintf("The model-store mount of jobs run through %s differs.", d.Name)
@@ -462,7 +470,7 @@ func (x *explainer) clusterQueue(d *Difference) string {
 		if !present {
 			return absent
 		}
-		if res == policy.ResourceShares {
+		if policy.IsSharesResource(res) {
 			return shares(v)
 		}
 		return quantity(res, v, x.decl) + " of " + resourceWord(res, x.decl)
@@ -637,28 +645,17 @@ func (x *explainer) removed(d *Difference) string {
 
 // --- formatting ------------------------------------------------------------
 
-// mib prints a quantity in MiB with thousands separators: "1,024 MiB".
-func mib(v any) string {
-	q, err := resource.ParseQuantity(fmt.Sprint(v))
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	b := q.Value()
-	if b%(1<<20) == 0 {
-		return policy.Thousands(b>>20) + " MiB"
-	}
-	// A plain integer: already MiB in the lab's quotas? No: Kubernetes
-	// quantities are bytes; print what it is.
-	return q.String()
-}
+// mib prints a memory quantity of a manifest in the lab's words
+// (policy.DescribeMemory): "1,024 MiB"; a plain integer is bytes.
+func mib(v any) string { return policy.DescribeMemory(v) }
 
-// quantity prints an amount of resource res: shares for nvidia.com/gpu,
-// MiB for memory and the declaration.
+// quantity prints an amount of resource res: shares for the shares
+// resource, MiB for memory and the declaration.
 func quantity(res string, v any, decl string) string {
-	switch res {
-	case policy.ResourceShares:
+	switch {
+	case policy.IsSharesResource(res):
 		return shares(v)
-	case policy.ResourceHostMemory, decl:
+	case res == policy.ResourceHostMemory, res == decl:
 		return mib(v)
 	}
 	return fmt.Sprint(v)
@@ -673,15 +670,29 @@ func shares(v any) string {
 }
 
 func resourceWord(res, decl string) string {
-	switch res {
-	case policy.ResourceShares:
+	switch {
+	case policy.IsSharesResource(res):
 		return "shares (" + res + ")"
-	case policy.ResourceHostMemory:
+	case res == policy.ResourceHostMemory:
 		return "host memory"
-	case decl:
+	case res == decl:
 		return "declared GPU memory (" + res + ")"
 	}
 	return res
+}
+
+// paramPath is how a difference's path names a WorkflowTemplate parameter.
+func paramPath(name string) string { return "parameters[" + name + "]" }
+
+// requestsShares reports a path that ends at a container's request for
+// shares (either name of the shares resource).
+func requestsShares(path string) bool {
+	for _, rename := range []bool{false, true} {
+		if strings.HasSuffix(path, fmt.Sprintf(".requests[%q]", policy.SharesResourceName(rename))) {
+			return true
+		}
+	}
+	return false
 }
 
 func countOr(n int64, ok bool, unit string) string {

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
 )
 
@@ -112,6 +113,8 @@ type Report struct {
 	// commit of another branch).
 	PinIsAncestor bool         `json:"pinIsAncestor"`
 	Differences   []Difference `json:"differences"`
+	// Findings are the differences as findings of rule pin-drift.
+	Findings []finding.Finding `json:"findings"`
 }
 
 // Drifted reports whether the renders differ.
@@ -200,6 +203,7 @@ func Git(ctx context.Context, o Options) (*Report, error) {
 	if err := o.blame(ctx, r, to, changing, hs.Committed()); err != nil {
 		return nil, err
 	}
+	r.Findings = Findings(RulePinDrift, r.Differences, sides)
 	return r, nil
 }
 

@@ -1,37 +1,36 @@
 package drift
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/gpupolicy/gpupolicy/internal/finding"
+	"github.com/gpupolicy/gpupolicy/internal/output"
 )
 
-// Formats are the report formats.
-var Formats = []string{"text", "json", "markdown"}
+// Formats are the formats drift prints.
+var Formats = output.All
 
-// Write prints the report in a format: text, json or markdown.
-func (r *Report) Write(w io.Writer, format string) error {
-	switch format {
-	case "text", "":
-		return r.Text(w)
-	case "json":
-		return r.JSON(w)
-	case "markdown", "md":
-		return r.Markdown(w)
-	}
-	return fmt.Errorf("unknown output format %q (text, json or markdown)", format)
+// Write prints the report in a format (output.Writer): text, json, yaml
+// (the same document) or markdown.
+func (r *Report) Write(w io.Writer, f output.Format) error {
+	return output.Write(w, f, r.document(), r.Text, r.Markdown)
 }
 
 // JSON prints the report as indented JSON.
-func (r *Report) JSON(w io.Writer) error {
+func (r *Report) JSON(w io.Writer) error { return output.WriteJSON(w, r.document()) }
+
+// document is the report with its lists never null.
+func (r *Report) document() *Report {
 	out := *r
 	if out.Differences == nil {
 		out.Differences = []Difference{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	if out.Findings == nil {
+		out.Findings = []finding.Finding{}
+	}
+	return &out
 }
 
 func plural(n int, one, many string) string {

@@ -14,31 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/verify/testjob"
-)
-
-const argoAPIVersion = "argoproj.io/v1alpha1"
-
-// The GPU step's names, shared by every WorkflowTemplate gpupolicy renders.
-const (
-	// StepTemplate is the one template (and entrypoint) of a
-	// WorkflowTemplate; call it with templateRef {name: <template>,
-	// template: gpu-step}.
-	StepTemplate = "gpu-step"
-	// MainContainer is Argo's name for a container template's container.
-	MainContainer = "main"
-	// ParamPriority names the WorkloadPriorityClass of a step.
-	ParamPriority = "priority"
-	// ParamGPUMemory is the step's GPU-memory declaration, e.g. "12452Mi".
-	ParamGPUMemory = "gpu-memory"
-	// ModelCacheVolume is the volume of the shared model store.
-	ModelCacheVolume = "model-cache"
-)
-
-// Template variants (AnnotationVariant).
-const (
-	VariantCache     = "cache"
-	VariantCacheFree = "cache-free"
 )
 
 // semaphoreConfigMap renders the ConfigMap that backs the locks used in one
@@ -58,7 +35,7 @@ func semaphoreConfigMap(p *policy.Policy, namespace string, locks []string) Obje
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: meta(p, namespace, p.SemaphoreConfigMap, map[string]string{
-			AnnotationDescription: "Argo semaphores: " + strings.Join(desc, "; "),
+			contract.AnnotationDescription: "Argo semaphores: " + strings.Join(desc, "; "),
 		}),
 		Data: data,
 	}
@@ -72,7 +49,7 @@ func testJobConfigMap(p *policy.Policy, namespace string) Object {
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: meta(p, namespace, testjob.ConfigMapName, map[string]string{
-			AnnotationDescription: "the CUDA test job that gpupolicy verify runs through the GPU step templates",
+			contract.AnnotationDescription: "the CUDA test job that gpupolicy verify runs through the GPU step templates",
 		}),
 		Data: map[string]string{testjob.ScriptKey: testjob.Script},
 	}
@@ -80,21 +57,16 @@ func testJobConfigMap(p *policy.Policy, namespace string) Object {
 }
 
 // locksByNamespace returns, per namespace that has templates, the locks its
-// templates (both variants) take, sorted.
+// template variants take, sorted.
 func locksByNamespace(p *policy.Policy) map[string][]string {
 	sets := map[string]map[string]bool{}
-	for _, n := range p.TemplateNames() {
-		t := p.Templates[n]
-		if sets[t.Namespace] == nil {
-			sets[t.Namespace] = map[string]bool{}
+	for _, v := range p.Variants() {
+		ns := v.Template.Namespace
+		if sets[ns] == nil {
+			sets[ns] = map[string]bool{}
 		}
-		for _, l := range t.Locks {
-			sets[t.Namespace][l] = true
-		}
-		if t.CacheFree != nil {
-			for _, l := range t.CacheFree.Locks {
-				sets[t.Namespace][l] = true
-			}
+		for _, l := range v.Locks {
+			sets[ns][l] = true
 		}
 	}
 	out := map[string][]string{}
@@ -107,12 +79,12 @@ func locksByNamespace(p *policy.Policy) map[string][]string {
 	return out
 }
 
-// workflowTemplates renders a template and, if it has one, its cache-free
-// variant.
-func workflowTemplates(p *policy.Policy, t policy.Template) []Object {
-	out := []Object{object(workflowTemplate(p, t, t.Name, VariantCache, t.Locks, t.ModelCache), []string{"templates", t.Name})}
-	if t.CacheFree != nil {
-		out = append(out, object(workflowTemplate(p, t, t.CacheFree.Name, VariantCacheFree, t.CacheFree.Locks, nil), []string{"templates", t.Name, "cacheFree"}))
+// workflowTemplates renders every template variant (policy.Variants): a
+// template and, if it has one, its cache-free variant.
+func workflowTemplates(p *policy.Policy) []Object {
+	var out []Object
+	for _, v := range p.Variants() {
+		out = append(out, object(workflowTemplate(p, v), v.Path()))
 	}
 	return out
 }
@@ -120,17 +92,17 @@ func workflowTemplates(p *policy.Policy, t policy.Template) []Object {
 // workflowTemplate renders one GPU step: a single container template that
 // takes the locks in order, carries Kueue's queue and priority labels, and
 // requests its shares, host memory and GPU-memory declaration.
-func workflowTemplate(p *policy.Policy, t policy.Template, name, variant string, locks []string, cache *policy.ModelCache) *wfv1.WorkflowTemplate {
+func workflowTemplate(p *policy.Policy, v policy.Variant) *wfv1.WorkflowTemplate {
+	t, locks, cache := v.Template, v.Locks, v.ModelCache
 	q := p.Queues[t.Queue]
-	declaration := gpuMemoryString(t.Request.GPUMemoryMiB)
+	declaration := policy.MiBString(t.Request.GPUMemoryMiB)
 
-	res := corev1.ResourceList{
-		corev1.ResourceName(p.SharesResource()):    shares(t.Request.Shares),
-		corev1.ResourceMemory:                      hostMemory(t.Request.HostMemoryMiB),
-		corev1.ResourceName(p.DeclarationResource): gpuMemory(t.Request.GPUMemoryMiB),
+	res := corev1.ResourceList{}
+	for _, k := range policy.Kinds {
+		res[corev1.ResourceName(p.Resource(k))] = k.Quantity(t.Request.Get(k))
 	}
 	ctr := &corev1.Container{
-		Name:      MainContainer,
+		Name:      contract.MainContainer,
 		Image:     t.Image,
 		Command:   t.Command,
 		Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
@@ -142,24 +114,24 @@ func workflowTemplate(p *policy.Policy, t policy.Template, name, variant string,
 	}
 	params := []wfv1.Parameter{
 		{
-			Name:        ParamPriority,
+			Name:        contract.ParamPriority,
 			Default:     wfv1.AnyStringPtr(t.Priority),
 			Enum:        ladder,
 			Description: wfv1.AnyStringPtr("the step's WorkloadPriorityClass"),
 		},
 		{
-			Name:        ParamGPUMemory,
+			Name:        contract.ParamGPUMemory,
 			Default:     wfv1.AnyStringPtr(declaration),
 			Description: wfv1.AnyStringPtr("the GPU memory the step declares, e.g. 12452Mi: Kueue counts it against the GPU-memory quota; nothing on the card enforces it"),
 		},
 	}
 
 	tmpl := wfv1.Template{
-		Name:   StepTemplate,
+		Name:   contract.StepTemplate,
 		Inputs: wfv1.Inputs{Parameters: params},
 		Metadata: wfv1.Metadata{Labels: map[string]string{
-			LabelKueueQueue:    q.LocalQueue,
-			LabelKueuePriority: "{{inputs.parameters." + ParamPriority + "}}",
+			contract.LabelKueueQueue:    q.LocalQueue,
+			contract.LabelKueuePriority: "{{inputs.parameters." + contract.ParamPriority + "}}",
 		}},
 		Container:    ctr,
 		PodSpecPatch: declarationPatch(p),
@@ -187,12 +159,12 @@ func workflowTemplate(p *policy.Policy, t policy.Template, name, variant string,
 	}
 	if cache != nil {
 		tmpl.Volumes = []corev1.Volume{{
-			Name: ModelCacheVolume,
+			Name: contract.ModelCacheVolume,
 			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
 				ClaimName: cache.Claim, ReadOnly: cache.ReadOnly,
 			}},
 		}}
-		ctr.VolumeMounts = []corev1.VolumeMount{{Name: ModelCacheVolume, MountPath: cache.MountPath, ReadOnly: cache.ReadOnly}}
+		ctr.VolumeMounts = []corev1.VolumeMount{{Name: contract.ModelCacheVolume, MountPath: cache.MountPath, ReadOnly: cache.ReadOnly}}
 	}
 
 	// Argo's UI offers the workflow arguments when submitting from the
@@ -203,22 +175,31 @@ func workflowTemplate(p *policy.Policy, t policy.Template, name, variant string,
 	}
 
 	wt := &wfv1.WorkflowTemplate{
-		TypeMeta: metav1.TypeMeta{APIVersion: argoAPIVersion, Kind: "WorkflowTemplate"},
-		ObjectMeta: meta(p, t.Namespace, name, map[string]string{
-			AnnotationVariant:         variant,
-			AnnotationArgoDescription: templateDescription(p, t, variant, locks, cache),
+		TypeMeta: metav1.TypeMeta{APIVersion: contract.ArgoAPIVersion, Kind: "WorkflowTemplate"},
+		ObjectMeta: meta(p, t.Namespace, v.Name, map[string]string{
+			contract.AnnotationVariant:         variantName(v),
+			contract.AnnotationArgoDescription: templateDescription(p, v),
 		}),
 		Spec: wfv1.WorkflowSpec{
-			Entrypoint: StepTemplate,
+			Entrypoint: contract.StepTemplate,
 			Arguments:  wfv1.Arguments{Parameters: args},
 			Templates:  []wfv1.Template{tmpl},
 		},
 	}
-	wt.Labels[LabelTemplate] = t.Name
+	wt.Labels[contract.LabelTemplate] = t.Name
 	return wt
 }
 
-func templateDescription(p *policy.Policy, t policy.Template, variant string, locks []string, cache *policy.ModelCache) string {
+// variantName is the variant's AnnotationVariant value.
+func variantName(v policy.Variant) string {
+	if v.CacheFree {
+		return contract.VariantCacheFree
+	}
+	return contract.VariantCache
+}
+
+func templateDescription(p *policy.Policy, v policy.Variant) string {
+	t, locks, cache := v.Template, v.Locks, v.ModelCache
 	q := p.Queues[t.Queue]
 	var b strings.Builder
 	fmt.Fprintf(&b, "GPU step on %s through LocalQueue %s (ClusterQueue %s)", t.Card, q.LocalQueue, q.Name)
@@ -232,7 +213,7 @@ func templateDescription(p *policy.Policy, t policy.Template, variant string, lo
 			mode = "read-only"
 		}
 		fmt.Fprintf(&b, "; mounts the model store %s at %s %s", cache.Claim, cache.MountPath, mode)
-	case variant == VariantCacheFree:
+	case v.CacheFree:
 		b.WriteString("; no model store, for jobs that load no model (--no-hf-cache)")
 	}
 	return b.String()
@@ -256,7 +237,7 @@ func declarationPatch(p *policy.Policy) string {
 		// Argo's order (wait, then main): the merge keeps the patch's order.
 		Containers: []patchContainer{
 			declare("wait", "0"),
-			declare(MainContainer, "{{inputs.parameters."+ParamGPUMemory+"}}"),
+			declare(contract.MainContainer, "{{inputs.parameters."+contract.ParamGPUMemory+"}}"),
 		},
 		InitContainers: []patchContainer{declare("init", "0")},
 	}

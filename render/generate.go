@@ -10,10 +10,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 )
-
-// LimitRangeName names the LimitRange in each job namespace.
-const LimitRangeName = "gpu-memory-default"
 
 // generate builds every object of the policy, typed, in a fixed order.
 func generate(p *policy.Policy) []Object {
@@ -40,9 +38,7 @@ func generate(p *policy.Policy) []Object {
 			out = append(out, semaphoreConfigMap(p, ns, locks[ns]))
 		}
 	}
-	for _, n := range p.TemplateNames() {
-		out = append(out, workflowTemplates(p, p.Templates[n])...)
-	}
+	out = append(out, workflowTemplates(p)...)
 	out = append(out, devicePluginConfigMap(p))
 	for _, ns := range p.JobNamespaces() {
 		out = append(out, limitRange(p, ns))
@@ -58,8 +54,8 @@ func meta(p *policy.Policy, namespace, name string, annotations map[string]strin
 		Name:      name,
 		Namespace: namespace,
 		Labels: map[string]string{
-			LabelManagedBy: ManagedBy,
-			LabelPolicy:    p.Name,
+			contract.LabelManagedBy: contract.ManagedBy,
+			contract.LabelPolicy:    p.Name,
 		},
 		Annotations: annotations,
 	}
@@ -102,11 +98,11 @@ func namespace(p *policy.Policy, name string) Object {
 // memory the policy's default declaration, so an undeclared job is counted
 // at the default, not as free.
 func limitRange(p *policy.Policy, ns string) Object {
-	def := corev1.ResourceList{corev1.ResourceName(p.DeclarationResource): gpuMemory(p.DefaultGPUMemoryMiB)}
+	def := corev1.ResourceList{corev1.ResourceName(p.DeclarationResource): policy.MiBQuantity(p.DefaultGPUMemoryMiB)}
 	lr := &corev1.LimitRange{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
-		ObjectMeta: meta(p, ns, LimitRangeName, map[string]string{
-			AnnotationDescription: fmt.Sprintf("a container that declares no GPU memory (%s) is counted at %s",
+		ObjectMeta: meta(p, ns, contract.LimitRangeName, map[string]string{
+			contract.AnnotationDescription: fmt.Sprintf("a container that declares no GPU memory (%s) is counted at %s",
 				p.DeclarationResource, policy.FormatAmount(policy.GPUMemory, p.DefaultGPUMemoryMiB)),
 		}),
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
@@ -142,7 +138,7 @@ func devicePluginConfigMap(p *policy.Policy) Object {
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: meta(p, p.DevicePlugin.Namespace, p.DevicePlugin.ConfigMap, map[string]string{
-			AnnotationDescription: "NVIDIA device plugin time-slicing, one config per card; a node selects one with the label nvidia.com/device-plugin.config=<card>",
+			contract.AnnotationDescription: "NVIDIA device plugin time-slicing, one config per card; a node selects one with the label nvidia.com/device-plugin.config=<card>",
 		}),
 		Data: data,
 	}

@@ -5,22 +5,20 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 )
-
-var kueueAPIVersion = kueue.GroupVersion.String()
 
 // resourceFlavor renders a card: Kueue's ResourceFlavor of the same name,
 // whose nodeLabels Kueue injects into every pod it admits on the flavor.
 func resourceFlavor(p *policy.Policy, c policy.Card) Object {
 	rf := &kueue.ResourceFlavor{
-		TypeMeta: metav1.TypeMeta{APIVersion: kueueAPIVersion, Kind: "ResourceFlavor"},
+		TypeMeta: metav1.TypeMeta{APIVersion: contract.KueueAPIVersion, Kind: "ResourceFlavor"},
 		ObjectMeta: meta(p, "", c.Name, map[string]string{
-			AnnotationDescription: fmt.Sprintf("%s, %s, time-sliced into %s", c.Model,
+			contract.AnnotationDescription: fmt.Sprintf("%s, %s, time-sliced into %s", c.Model,
 				policy.FormatAmount(policy.GPUMemory, c.MemoryMiB), policy.FormatAmount(policy.Shares, c.Shares)),
 		}),
 		Spec: kueue.ResourceFlavorSpec{NodeLabels: c.NodeLabels},
@@ -31,22 +29,18 @@ func resourceFlavor(p *policy.Policy, c policy.Card) Object {
 // clusterQueue renders a queue: one resource group covering shares, host
 // memory and the GPU-memory declaration, with one flavor per card.
 func clusterQueue(p *policy.Policy, q policy.ClusterQueue) Object {
-	covered := []corev1.ResourceName{
-		corev1.ResourceName(p.SharesResource()),
-		corev1.ResourceMemory,
-		corev1.ResourceName(p.DeclarationResource),
+	var covered []corev1.ResourceName
+	for _, k := range policy.Kinds {
+		covered = append(covered, corev1.ResourceName(p.Resource(k)))
 	}
 	rg := kueue.ResourceGroup{CoveredResources: covered}
 	for _, card := range q.FlavorNames() {
 		f := q.Flavors[card]
-		rg.Flavors = append(rg.Flavors, kueue.FlavorQuotas{
-			Name: kueue.ResourceFlavorReference(card),
-			Resources: []kueue.ResourceQuota{
-				resourceQuota(covered[0], f.Shares, shares),
-				resourceQuota(covered[1], f.HostMemory, hostMemory),
-				resourceQuota(covered[2], f.GPUMemory, gpuMemory),
-			},
-		})
+		fq := kueue.FlavorQuotas{Name: kueue.ResourceFlavorReference(card)}
+		for i, k := range policy.Kinds {
+			fq.Resources = append(fq.Resources, resourceQuota(covered[i], k, f.Get(k)))
+		}
+		rg.Flavors = append(rg.Flavors, fq)
 	}
 	pre := &kueue.ClusterQueuePreemption{
 		WithinClusterQueue:  kueue.PreemptionPolicy(q.Preemption.WithinClusterQueue),
@@ -58,9 +52,9 @@ func clusterQueue(p *policy.Policy, q policy.ClusterQueue) Object {
 		pre.BorrowWithinCohort.MaxPriorityThreshold = &v
 	}
 	cq := &kueue.ClusterQueue{
-		TypeMeta: metav1.TypeMeta{APIVersion: kueueAPIVersion, Kind: "ClusterQueue"},
+		TypeMeta: metav1.TypeMeta{APIVersion: contract.KueueAPIVersion, Kind: "ClusterQueue"},
 		ObjectMeta: meta(p, "", q.Name, map[string]string{
-			AnnotationDescription: fmt.Sprintf("LocalQueue %s in %s", q.LocalQueue, strings.Join(q.Namespaces, ", ")),
+			contract.AnnotationDescription: fmt.Sprintf("LocalQueue %s in %s", q.LocalQueue, strings.Join(q.Namespaces, ", ")),
 		}),
 		Spec: kueue.ClusterQueueSpec{
 			CohortName: kueue.CohortReference(q.Cohort),
@@ -75,14 +69,16 @@ func clusterQueue(p *policy.Policy, q policy.ClusterQueue) Object {
 	return object(cq, []string{"queues", q.Name})
 }
 
-func resourceQuota(name corev1.ResourceName, q policy.Quota, qty func(int64) resource.Quantity) kueue.ResourceQuota {
-	rq := kueue.ResourceQuota{Name: name, NominalQuota: qty(q.Nominal)}
+// resourceQuota is one resource's quota, in Kubernetes units (a count of
+// shares, host and GPU memory from MiB).
+func resourceQuota(name corev1.ResourceName, k policy.Kind, q policy.Quota) kueue.ResourceQuota {
+	rq := kueue.ResourceQuota{Name: name, NominalQuota: k.Quantity(q.Nominal)}
 	if q.BorrowingLimit != nil {
-		v := qty(*q.BorrowingLimit)
+		v := k.Quantity(*q.BorrowingLimit)
 		rq.BorrowingLimit = &v
 	}
 	if q.LendingLimit != nil {
-		v := qty(*q.LendingLimit)
+		v := k.Quantity(*q.LendingLimit)
 		rq.LendingLimit = &v
 	}
 	return rq
@@ -91,7 +87,7 @@ func resourceQuota(name corev1.ResourceName, q policy.Quota, qty func(int64) res
 // localQueue renders the LocalQueue of a ClusterQueue in one namespace.
 func localQueue(p *policy.Policy, q policy.ClusterQueue, namespace string) Object {
 	lq := &kueue.LocalQueue{
-		TypeMeta:   metav1.TypeMeta{APIVersion: kueueAPIVersion, Kind: "LocalQueue"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: contract.KueueAPIVersion, Kind: "LocalQueue"},
 		ObjectMeta: meta(p, namespace, q.LocalQueue, nil),
 		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(q.Name)},
 	}
@@ -101,31 +97,10 @@ func localQueue(p *policy.Policy, q policy.ClusterQueue, namespace string) Objec
 // workloadPriorityClass renders one rung of the ladder.
 func workloadPriorityClass(p *policy.Policy, pr policy.Priority) Object {
 	wpc := &kueue.WorkloadPriorityClass{
-		TypeMeta:    metav1.TypeMeta{APIVersion: kueueAPIVersion, Kind: "WorkloadPriorityClass"},
+		TypeMeta:    metav1.TypeMeta{APIVersion: contract.KueueAPIVersion, Kind: "WorkloadPriorityClass"},
 		ObjectMeta:  meta(p, "", pr.Name, nil),
 		Value:       pr.Value,
 		Description: pr.Description,
 	}
 	return object(wpc, []string{"priorities", pr.Name})
 }
-
-// Quantities. Kubernetes prints a quantity in its canonical form, so
-// 1,024 MiB is written 1Gi; the amount is exact either way.
-
-// shares is a count of time-slicing replicas.
-func shares(n int64) resource.Quantity { return *resource.NewQuantity(n, resource.DecimalSI) }
-
-// hostMemory is "NGi" when whole gibibytes, else "NMi".
-func hostMemory(mib int64) resource.Quantity {
-	if mib%1024 == 0 {
-		return resource.MustParse(fmt.Sprintf("%dGi", mib/1024))
-	}
-	return resource.MustParse(fmt.Sprintf("%dMi", mib))
-}
-
-// gpuMemory is a GPU-memory declaration, "NMi".
-func gpuMemory(mib int64) resource.Quantity {
-	return resource.MustParse(gpuMemoryString(mib))
-}
-
-func gpuMemoryString(mib int64) string { return fmt.Sprintf("%dMi", mib) }

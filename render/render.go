@@ -36,39 +36,17 @@ import (
 	ktypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/crdcheck"
-)
-
-// Labels and annotations gpupolicy puts on what it renders.
-const (
-	// LabelManagedBy and LabelPolicy mark every rendered object; reconcile
-	// prunes only objects that carry both.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedBy      = "gpupolicy"
-	LabelPolicy    = "gpupolicy.dev/policy"
-
-	// LabelTemplate groups a template's variants (cache and cache-free)
-	// under the policy's template name.
-	LabelTemplate = "gpupolicy.dev/template"
-	// AnnotationVariant is "cache" or "cache-free" on a WorkflowTemplate.
-	AnnotationVariant = "gpupolicy.dev/template-variant"
-	// AnnotationDescription says in one line what an object is for.
-	AnnotationDescription = "gpupolicy.dev/description"
-	// AnnotationArgoDescription is the description Argo's UI shows.
-	AnnotationArgoDescription = "workflows.argoproj.io/description"
-
-	// Kueue's labels on a pod: its LocalQueue and WorkloadPriorityClass.
-	LabelKueueQueue    = "kueue.x-k8s.io/queue-name"
-	LabelKueuePriority = "kueue.x-k8s.io/priority-class"
 )
 
 // KustomizationFile lists every object file of a render.
 const KustomizationFile = "kustomization.yaml"
 
-// RuleCRD is the diagnostic rule of a rendered object that fails its CRD.
-var RuleCRD = policy.Rule{ID: "crd",
-	Reason: "what the policy renders must pass the CRDs of Kueue v0.17.0 and Argo Workflows v3.7.3 (OpenAPI schema and CEL rules), as the API server checks them"}
+// RuleCRD is the rule of a rendered object that fails its CRD.
+var RuleCRD = finding.Register(finding.Rule{ID: "crd", Verb: finding.Render, Severity: finding.Error,
+	Reason: "what the policy renders must pass the CRDs of Kueue v0.17.0 and Argo Workflows v3.7.3 (OpenAPI schema and CEL rules), as the API server checks them"})
 
 // Object is one rendered object.
 type Object struct {
@@ -104,7 +82,7 @@ func (r *Result) FileNames() []string {
 // their YAML files.
 //
 // A rendered object that fails its CRD is an input error: the result is
-// policy.Diagnostics (rule "crd"), one per failing field, each at the policy
+// a finding.List (rule "crd"), one per failing field, each at the policy
 // field the object comes from. Other errors are bugs or I/O.
 func Render(p *policy.Policy) (*Result, error) {
 	objs := generate(p)
@@ -119,7 +97,7 @@ func encode(p *policy.Policy, objs []Object) (*Result, error) {
 	}
 	res := &Result{Files: map[string][]byte{}}
 	seen := map[string]string{}
-	var ds policy.Diagnostics
+	var ds finding.List
 	for i := range objs {
 		o := &objs[i]
 		o.File = fileName(o.Kind, o.Namespace, o.Name)
@@ -208,19 +186,22 @@ func objectID(kind, namespace, name string) string {
 
 // crdDiagnostics turns a crdcheck failure into one diagnostic per field, at
 // the policy field the object comes from.
-func crdDiagnostics(p *policy.Policy, o *Object, err error) policy.Diagnostics {
+func crdDiagnostics(p *policy.Policy, o *Object, err error) finding.List {
+	at := func(f finding.Finding, src []string) finding.Finding {
+		f.Path, f.Pos, f.Object = policy.PathString(src...), p.Pos(src...), o.Kind+"/"+o.Name
+		if o.Namespace != "" {
+			f.Object = o.Kind + "/" + o.Namespace + "/" + o.Name
+		}
+		return f
+	}
 	ce, ok := err.(*crdcheck.Error)
 	if !ok {
-		return policy.Diagnostics{{Pos: p.Pos(o.source...), Rule: RuleCRD.ID, Message: err.Error()}}
+		return finding.List{at(RuleCRD.New(err.Error()), o.source)}
 	}
-	var ds policy.Diagnostics
+	var ds finding.List
 	for _, f := range ce.Fields {
 		src := refineSource(o, f.Field)
-		ds = append(ds, policy.Diagnostic{
-			Pos:     p.Pos(src...),
-			Rule:    RuleCRD.ID,
-			Message: fmt.Sprintf("%s fails CRD %s: %s: %s", objectID(ce.Kind, ce.Namespace, ce.Name), ce.CRD, f.Field, f.Message),
-		})
+		ds = append(ds, at(RuleCRD.Newf("%s fails CRD %s: %s: %s", objectID(ce.Kind, ce.Namespace, ce.Name), ce.CRD, f.Field, f.Message), src))
 	}
 	return ds
 }

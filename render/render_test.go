@@ -20,7 +20,9 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden from the current render")
@@ -178,7 +180,7 @@ func TestLabValues(t *testing.T) {
 		t.Errorf("semaphore ConfigMap data = %v, want main 4, cache 1", sem.Data)
 	}
 
-	lr := find[*corev1.LimitRange](t, r, "LimitRange", "experiments", LimitRangeName)
+	lr := find[*corev1.LimitRange](t, r, "LimitRange", "experiments", contract.LimitRangeName)
 	item := lr.Spec.Limits[0]
 	if item.Type != corev1.LimitTypeContainer {
 		t.Errorf("LimitRange type %s", item.Type)
@@ -198,7 +200,7 @@ func TestLabValues(t *testing.T) {
 
 	for _, o := range r.Objects {
 		m := o.Obj.(interface{ GetLabels() map[string]string })
-		if l := m.GetLabels(); l[LabelManagedBy] != "gpupolicy" || l[LabelPolicy] != "lab" {
+		if l := m.GetLabels(); l[contract.LabelManagedBy] != "gpupolicy" || l[contract.LabelPolicy] != "lab" {
 			t.Errorf("%s %s/%s labels = %v", o.Kind, o.Namespace, o.Name, l)
 		}
 	}
@@ -215,20 +217,20 @@ func TestLabWorkflowTemplates(t *testing.T) {
 		locks         []string
 		cache         bool
 	}{
-		{"gpu-step", VariantCache, []string{"cache", "main"}, true},
-		{"gpu-step-no-cache", VariantCacheFree, []string{"main"}, false},
+		{"gpu-step", contract.VariantCache, []string{"cache", "main"}, true},
+		{"gpu-step-no-cache", contract.VariantCacheFree, []string{"main"}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			wt := find[*wfv1.WorkflowTemplate](t, r, "WorkflowTemplate", "experiments", c.name)
-			if wt.Annotations[AnnotationVariant] != c.variant || wt.Labels[LabelTemplate] != "gpu-step" {
-				t.Errorf("variant %q, template label %q", wt.Annotations[AnnotationVariant], wt.Labels[LabelTemplate])
+			if wt.Annotations[contract.AnnotationVariant] != c.variant || wt.Labels[contract.LabelTemplate] != "gpu-step" {
+				t.Errorf("variant %q, template label %q", wt.Annotations[contract.AnnotationVariant], wt.Labels[contract.LabelTemplate])
 			}
-			if wt.Spec.Entrypoint != StepTemplate || len(wt.Spec.Templates) != 1 {
+			if wt.Spec.Entrypoint != contract.StepTemplate || len(wt.Spec.Templates) != 1 {
 				t.Fatalf("entrypoint %q, %d templates", wt.Spec.Entrypoint, len(wt.Spec.Templates))
 			}
 			tmpl := wt.Spec.Templates[0]
-			if tmpl.Name != StepTemplate || tmpl.Container == nil {
+			if tmpl.Name != contract.StepTemplate || tmpl.Container == nil {
 				t.Fatalf("template %q is not a container template", tmpl.Name)
 			}
 			var locks []string
@@ -248,10 +250,10 @@ func TestLabWorkflowTemplates(t *testing.T) {
 			for _, pm := range tmpl.Inputs.Parameters {
 				params[pm.Name] = pm.Default.String()
 			}
-			if params[ParamPriority] != "training" || params[ParamGPUMemory] != "1024Mi" {
+			if params[contract.ParamPriority] != "training" || params[contract.ParamGPUMemory] != "1024Mi" {
 				t.Errorf("input defaults = %v, want priority training, gpu-memory 1024Mi", params)
 			}
-			if l := tmpl.Metadata.Labels; l[LabelKueueQueue] != "gpu-general" || l[LabelKueuePriority] != "{{inputs.parameters.priority}}" {
+			if l := tmpl.Metadata.Labels; l[contract.LabelKueueQueue] != "gpu-general" || l[contract.LabelKueuePriority] != "{{inputs.parameters.priority}}" {
 				t.Errorf("pod labels = %v", l)
 			}
 			ctr := tmpl.Container
@@ -432,9 +434,9 @@ func TestCRDFailureIsInputError(t *testing.T) {
 			p := loadLab(t)
 			c.mutate(p)
 			_, err := Render(p)
-			var ds policy.Diagnostics
+			var ds finding.List
 			if !errors.As(err, &ds) {
-				t.Fatalf("err = %v, want policy.Diagnostics", err)
+				t.Fatalf("err = %v, want finding.List", err)
 			}
 			if len(ds) != 1 {
 				t.Fatalf("%d diagnostics: %v", len(ds), ds)
@@ -469,7 +471,7 @@ func TestWrongTypedWorkflowTemplateRejected(t *testing.T) {
 		},
 	}}
 	_, err := encode(p, []Object{object(u, []string{"templates", "gpu-step"})})
-	var ds policy.Diagnostics
+	var ds finding.List
 	if !errors.As(err, &ds) {
 		t.Fatalf("err = %v, want diagnostics", err)
 	}

@@ -2,29 +2,17 @@ package verify
 
 import (
 	"fmt"
+
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 )
 
-// Finding is one disagreement between what the cluster did and what the
-// policy predicts, or a job that went wrong. Any finding fails the run
-// (exit 1).
-type Finding struct {
-	// ID is one of the Checks' IDs.
-	ID string `json:"id"`
-	// Batch is the batch's label; Job the Workflow, when one job is named.
-	Batch   string `json:"batch,omitempty"`
-	Job     string `json:"job,omitempty"`
-	Message string `json:"message"`
-}
+// A finding (internal/finding) is one disagreement between what the
+// cluster did and what the policy predicts, or a job that went wrong. Every
+// verify rule is an error: any finding fails the run (exit 1). Its Object is
+// the test job's Workflow (Workflow/NAME, in the report's namespace) when
+// one job is named; its message starts with the batch's label.
 
-func (f Finding) String() string { return f.ID + ": " + f.Message }
-
-// Check is a stable finding ID and its one-line reason.
-type Check struct {
-	ID     string
-	Reason string
-}
-
-// Finding IDs.
+// Finding IDs: the rules verify registers (Checks).
 const (
 	CheckMoreAtOnce      = "more-at-once"
 	CheckDidNotWait      = "did-not-wait"
@@ -37,17 +25,30 @@ const (
 	CheckCleanup         = "left-behind"
 )
 
-// Checks lists every finding verify can report.
-var Checks = []Check{
-	{CheckMoreAtOnce, "more jobs ran (or held quota) at once than the policy admits in this service state"},
-	{CheckDidNotWait, "a job beyond the predicted count started while that many others were running, instead of waiting for one to end"},
-	{CheckFewerAtOnce, "fewer jobs ran at once than the policy admits, though enough were submitted together"},
-	{CheckStarvedAdmitted, "the policy admits no job of this priority in this service state, yet one was admitted"},
-	{CheckJobFailed, "a test job failed without being cancelled"},
-	{CheckJobCheck, "the test job's own check failed: a GPU result over its error bound"},
-	{CheckUnfinished, "a job the policy admits did not start or finish before the timeout"},
-	{CheckCancel, "a cancelled job did not stop"},
-	{CheckCleanup, "verify could not delete everything it created"},
+func verifyRule(id, reason string) finding.Rule {
+	return finding.Register(finding.Rule{ID: id, Verb: finding.Verify, Severity: finding.Error, Reason: reason})
+}
+
+// Checks lists every rule verify applies.
+var Checks = []finding.Rule{
+	verifyRule(CheckMoreAtOnce, "more jobs ran (or held quota) at once than the policy admits in this service state"),
+	verifyRule(CheckDidNotWait, "a job beyond the predicted count started while that many others were running, instead of waiting for one to end"),
+	verifyRule(CheckFewerAtOnce, "fewer jobs ran at once than the policy admits, though enough were submitted together"),
+	verifyRule(CheckStarvedAdmitted, "the policy admits no job of this priority in this service state, yet one was admitted"),
+	verifyRule(CheckJobFailed, "a test job failed without being cancelled"),
+	verifyRule(CheckJobCheck, "the test job's own check failed: a GPU result over its error bound"),
+	verifyRule(CheckUnfinished, "a job the policy admits did not start or finish before the timeout"),
+	verifyRule(CheckCancel, "a cancelled job did not stop"),
+	verifyRule(CheckCleanup, "verify could not delete everything it created"),
+}
+
+// newFinding is a finding of the verify rule id (an error).
+func newFinding(id, job, message string) finding.Finding {
+	f := finding.Finding{Rule: id, Severity: finding.Error, Message: message}
+	if job != "" {
+		f.Object = "Workflow/" + job
+	}
+	return f
 }
 
 // Compare checks one batch against its prediction: never more at once than
@@ -56,11 +57,11 @@ var Checks = []Check{
 // when the prediction is zero. It also reports failed and unfinished jobs.
 // A batch during which the service state changed is only checked for job
 // failures.
-func Compare(b Batch) []Finding {
-	var out []Finding
+func Compare(b Batch) []finding.Finding {
+	var out []finding.Finding
 	label := b.Label()
 	add := func(id, job, format string, args ...any) {
-		out = append(out, Finding{ID: id, Batch: label, Job: job, Message: label + ": " + fmt.Sprintf(format, args...)})
+		out = append(out, newFinding(id, job, label+": "+fmt.Sprintf(format, args...)))
 	}
 	for _, j := range b.Jobs {
 		switch {

@@ -2,23 +2,36 @@ package verify
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpupolicy/gpupolicy/internal/atomicfile"
+	"github.com/gpupolicy/gpupolicy/internal/output"
 )
+
+// Formats are the formats verify prints.
+var Formats = output.All
+
+// Write prints the report in a format (output.Writer): text, json, yaml (the
+// same document) or markdown.
+func (r *Report) Write(w io.Writer, f output.Format) error {
+	bytesOf := func(format func(*Report) []byte) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := w.Write(format(r)); return err }
+	}
+	return output.Write(w, f, r, bytesOf(Text), bytesOf(Markdown))
+}
 
 // JSON is the report as indented JSON (times RFC 3339, durations in seconds
 // where the field name says so).
 func JSON(r *Report) ([]byte, error) {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
+	var b bytes.Buffer
+	err := output.WriteJSON(&b, r)
+	return b.Bytes(), err
 }
 
 // Markdown is the report as a pull-request comment or scheduled report.
@@ -40,7 +53,7 @@ func Markdown(r *Report) []byte {
 	} else {
 		w("**%d disagreement(s) with the policy:**\n\n", len(r.Findings))
 		for _, f := range r.Findings {
-			w("- `%s` %s\n", f.ID, f.Message)
+			w("- `%s` %s\n", f.Rule, f.Message)
 		}
 		w("\n")
 	}
@@ -201,7 +214,7 @@ func cancelSentence(c *CancelSummary) string {
 // Sentence says what cleanup did.
 func (c *Cleanup) Sentence(runID string) string {
 	if len(c.Left) == 0 {
-		return fmt.Sprintf("Cleanup: deleted %d object(s) labelled %s=%s; nothing left behind.", len(c.Deleted), "gpupolicy.dev/verify-run", runID)
+		return fmt.Sprintf("Cleanup: deleted %d object(s) labelled %s=%s; nothing left behind.", len(c.Deleted), LabelRun, runID)
 	}
 	return fmt.Sprintf("Cleanup: deleted %d object(s); still present: %s.", len(c.Deleted), strings.Join(c.Left, ", "))
 }
@@ -271,28 +284,9 @@ func WriteDir(dir string, r *Report) error {
 		{"timeline.svg", Timeline(r)},
 	}
 	for _, f := range files {
-		if err := writeAtomic(filepath.Join(dir, f.name), f.data); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

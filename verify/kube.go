@@ -14,12 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 )
 
 // Labels and annotations verify puts on what it creates.
@@ -35,15 +35,6 @@ const (
 	AnnotationRunSeconds = "gpupolicy.dev/run-seconds"
 	// FieldManager is verify's field manager.
 	FieldManager = "gpupolicy-verify"
-	// mainContainer is the step's container in the GPU step templates.
-	mainContainer = "main"
-)
-
-// Resources verify reads and writes.
-var (
-	GVRWorkflow         = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflows"}
-	GVRWorkflowTemplate = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflowtemplates"}
-	GVRWorkload         = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
 )
 
 // Clients are the API clients verify uses.
@@ -67,7 +58,7 @@ func toUnstructured(obj any) (*unstructured.Unstructured, error) {
 // listWorkloads lists Kueue Workloads in a namespace.
 // ListWorkloads reads the Workloads of a namespace, typed.
 func ListWorkloads(ctx context.Context, c Clients, ns string) ([]kueue.Workload, error) {
-	l, err := c.Dynamic.Resource(GVRWorkload).Namespace(ns).List(ctx, metav1.ListOptions{})
+	l, err := c.Dynamic.Resource(contract.GVRWorkload).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -178,10 +169,10 @@ func ReadState(ctx context.Context, c Clients, p *policy.Policy) (State, error) 
 		switch s.Mode {
 		case policy.OnDemand:
 			if len(holding) > 0 {
-				st.Services[n] = "up"
+				st.Services[n] = policy.ServiceUp
 				st.Evidence[n] = fmt.Sprintf("Workload %s/%s holds quota in %s since %s", s.Namespace, holding[0], s.Queue, since.UTC().Format("15:04:05"))
 			} else {
-				st.Services[n] = "down"
+				st.Services[n] = policy.ServiceDown
 				st.Evidence[n] = fmt.Sprintf("no Workload in %s holds quota in %s for it", s.Namespace, s.Queue)
 				if len(pending) > 0 {
 					st.Notes = append(st.Notes, fmt.Sprintf("%s: Workload %s/%s is waiting for quota (waking?); counted as down", n, s.Namespace, pending[0]))
@@ -221,7 +212,7 @@ func liveLockSize(ctx context.Context, c Clients, ns, configMap, lock string) *i
 // container's when none is called main).
 func containerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
 	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == mainContainer {
+		if pod.Status.ContainerStatuses[i].Name == contract.MainContainer {
 			return &pod.Status.ContainerStatuses[i]
 		}
 	}

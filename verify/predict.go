@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpupolicy/gpupolicy/internal/admission"
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
@@ -26,10 +27,8 @@ func AdmissionPredictor(p *policy.Policy) (Predictor, error) {
 // PredictorFromExplain answers from an admission report.
 func PredictorFromExplain(p *policy.Policy, rep *admission.Report) Predictor {
 	base := map[string]string{}
-	for _, tn := range p.TemplateNames() {
-		if cf := p.Templates[tn].CacheFree; cf != nil {
-			base[cf.Name] = tn
-		}
+	for _, v := range p.Variants() {
+		base[v.Name] = v.Template.Name
 	}
 	return func(template, priority string, st State) (Prediction, error) {
 		find := func(name string) *admission.Capacity {
@@ -52,7 +51,7 @@ func PredictorFromExplain(p *policy.Policy, rep *admission.Report) Predictor {
 			return nil
 		}
 		c := find(template)
-		if c == nil && base[template] != "" {
+		if c == nil && base[template] != "" && base[template] != template {
 			c = find(base[template])
 		}
 		if c == nil {
@@ -68,7 +67,7 @@ func PredictorFromExplain(p *policy.Policy, rep *admission.Report) Predictor {
 			pr.Lock, pr.LockSize = c.Lock.Name, int(c.Lock.Size)
 		}
 		for _, f := range rep.Findings {
-			if f.Rule == "starvation" && mentions(f, priority) {
+			if f.Rule == admission.RuleStarvation.ID && mentions(f, priority) {
 				pr.Explain = append(pr.Explain, f.Message)
 			}
 		}
@@ -78,7 +77,7 @@ func PredictorFromExplain(p *policy.Policy, rep *admission.Report) Predictor {
 
 // mentions reports whether a finding is about a priority: its path names
 // the priority, or its message quotes it as a word.
-func mentions(f admission.Finding, priority string) bool {
+func mentions(f finding.Finding, priority string) bool {
 	if strings.Contains(f.Path, priority) {
 		return true
 	}

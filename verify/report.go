@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 )
 
 // Report is what a verify run found: the figures of the write-ups
@@ -44,7 +46,7 @@ type Report struct {
 	GPUMemory  GPUMemory      `json:"gpuMemory"`
 	// Findings are the disagreements with the prediction; none means the
 	// cluster admitted exactly what the policy predicts.
-	Findings []Finding `json:"findings"`
+	Findings []finding.Finding `json:"findings"`
 	// Notes are observations that are not disagreements.
 	Notes   []string `json:"notes,omitempty"`
 	Batches []Batch  `json:"batches"`
@@ -134,7 +136,7 @@ func Summarize(r *Report) {
 	r.Levels = nil
 	r.LoneRatePerMin, r.MedianGapSeconds, r.Cancel = nil, nil, nil
 	r.MaxRunning = 0
-	r.Findings = []Finding{}
+	r.Findings = []finding.Finding{}
 	note := func(n string) {
 		if !slices.Contains(r.Notes, n) {
 			r.Notes = append(r.Notes, n)
@@ -233,7 +235,7 @@ func Summarize(r *Report) {
 		}
 	}
 	if r.Cleanup != nil && len(r.Cleanup.Left) > 0 {
-		r.Findings = append(r.Findings, Finding{ID: CheckCleanup, Message: "left behind after cleanup: " + strings.Join(r.Cleanup.Left, ", ")})
+		r.Findings = append(r.Findings, newFinding(CheckCleanup, "", "left behind after cleanup: "+strings.Join(r.Cleanup.Left, ", ")))
 	}
 }
 

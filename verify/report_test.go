@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/verify/testjob"
 )
 
@@ -71,10 +72,10 @@ func near(t *testing.T, what string, got *float64, want, tol float64) {
 	}
 }
 
-func ids(fs []Finding) []string {
+func ids(fs []finding.Finding) []string {
 	var out []string
 	for _, f := range fs {
-		out = append(out, f.ID)
+		out = append(out, f.Rule)
 	}
 	return out
 }
@@ -194,7 +195,7 @@ func TestMoreThanPredicted(t *testing.T) {
 		t.Fatalf("findings %s: %v", got, fs)
 	}
 	d := fs[2]
-	if d.Job != "job-5" || !strings.Contains(d.Message, "while 4 others were running") || !strings.Contains(d.Message, "the lock main (4)") {
+	if d.Object != "Workflow/job-5" || !strings.Contains(d.Message, "while 4 others were running") || !strings.Contains(d.Message, "the lock main (4)") {
 		t.Errorf("did-not-wait: %+v", d)
 	}
 	if !strings.Contains(fs[0].Message, "5 ran at once with qwen2-5-7b down, predicted at most 4") {
@@ -205,7 +206,7 @@ func TestMoreThanPredicted(t *testing.T) {
 func TestFewerThanPredicted(t *testing.T) {
 	b := batch(4, 2, pred(4, "quota"), jb(1, 0, 10, 75), jb(2, 0, 91, 156), jb(3, 0, 172, 237), jb(4, 0, 253, 318))
 	fs := Compare(b)
-	if len(fs) != 1 || fs[0].ID != CheckFewerAtOnce || !strings.Contains(fs[0].Message, "level 4, batch 2: at most 1 of 4 ran at once with qwen2-5-7b down, predicted 4") {
+	if len(fs) != 1 || fs[0].Rule != CheckFewerAtOnce || !strings.Contains(fs[0].Message, "level 4, batch 2: at most 1 of 4 ran at once with qwen2-5-7b down, predicted 4") {
 		t.Fatalf("%v", fs)
 	}
 }
@@ -255,7 +256,7 @@ func TestStarved(t *testing.T) {
 	b.Jobs[1] = jb(2, 0, 40, -1)
 	b.Jobs[1].Outcome = Unfinished
 	fs := Compare(b)
-	if len(fs) != 1 || fs[0].ID != CheckStarvedAdmitted || !strings.Contains(fs[0].Message, "job-2 was admitted 38 s after submission with qwen2-5-7b up, where the policy admits no batch job (quota: gpupolicy.dev/gpu-memory (404Mi left))") {
+	if len(fs) != 1 || fs[0].Rule != CheckStarvedAdmitted || !strings.Contains(fs[0].Message, "job-2 was admitted 38 s after submission with qwen2-5-7b up, where the policy admits no batch job (quota: gpupolicy.dev/gpu-memory (404Mi left))") {
 		t.Fatalf("%v", fs)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/verify/testjob"
 )
 
@@ -201,21 +202,14 @@ func AutoTimeout(levels []int, batches int, hold time.Duration, cancel bool, sta
 }
 
 // pickTemplate returns the cache-free template's name and namespace (or the
-// named template's).
+// named template variant's).
 func pickTemplate(p *policy.Policy, name string) (string, string, error) {
 	var names []string
-	for _, tn := range p.TemplateNames() {
-		t := p.Templates[tn]
-		if t.CacheFree != nil {
-			if name == "" || name == t.CacheFree.Name {
-				return t.CacheFree.Name, t.Namespace, nil
-			}
-			names = append(names, t.CacheFree.Name)
+	for _, v := range p.Variants() {
+		if (name == "" && v.CacheFree) || (name != "" && name == v.Name) {
+			return v.Name, v.Template.Namespace, nil
 		}
-		if name == tn {
-			return tn, t.Namespace, nil
-		}
-		names = append(names, tn)
+		names = append(names, v.Name)
 	}
 	if name == "" {
 		return "", "", errors.New("verify: the policy has no cache-free GPU step template (cacheFree) to run the test job through")
@@ -223,29 +217,17 @@ func pickTemplate(p *policy.Policy, name string) (string, string, error) {
 	return "", "", fmt.Errorf("verify: no template %q in the policy (templates: %s)", name, strings.Join(names, ", "))
 }
 
-// lockOf returns the template's smallest lock.
+// lockOf returns the template variant's smallest lock (policy.SmallestLock).
 func lockOf(p *policy.Policy, tmpl string) *LockInfo {
-	var locks []string
-	for _, tn := range p.TemplateNames() {
-		t := p.Templates[tn]
-		if tn == tmpl {
-			locks = t.Locks
-		}
-		if t.CacheFree != nil && t.CacheFree.Name == tmpl {
-			locks = t.CacheFree.Locks
-		}
+	v, ok := p.Variant(tmpl)
+	if !ok {
+		return nil
 	}
-	var best *LockInfo
-	for _, ln := range locks {
-		l, ok := p.Locks[ln]
-		if !ok {
-			continue
-		}
-		if best == nil || int(l.Size) < best.Size {
-			best = &LockInfo{Name: ln, Size: int(l.Size)}
-		}
+	l, ok := p.SmallestLock(v.Locks)
+	if !ok {
+		return nil
 	}
-	return best
+	return &LockInfo{Name: l.Name, Size: int(l.Size)}
 }
 
 func (r *runner) run(ctx context.Context) (rep *Report, err error) {
@@ -341,14 +323,14 @@ func (r *runner) finish(err error) (*Report, error) {
 }
 
 func (r *runner) preflight(ctx context.Context) error {
-	if _, err := r.c.Dynamic.Resource(GVRWorkflowTemplate).Namespace(r.ns).Get(ctx, r.rep.Template, metav1.GetOptions{}); err != nil {
+	if _, err := r.c.Dynamic.Resource(contract.GVRWorkflowTemplate).Namespace(r.ns).Get(ctx, r.rep.Template, metav1.GetOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("verify: WorkflowTemplate %s/%s is not on the cluster: deploy the environment's render first", r.ns, r.rep.Template)
 		}
 		return fmt.Errorf("verify: reading WorkflowTemplate %s/%s: %w", r.ns, r.rep.Template, err)
 	}
-	if _, err := r.c.Dynamic.Resource(GVRWorkload).Namespace(r.ns).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-		return fmt.Errorf("verify: listing Kueue Workloads (%s): %w", GVRWorkload.GroupVersion(), err)
+	if _, err := r.c.Dynamic.Resource(contract.GVRWorkload).Namespace(r.ns).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return fmt.Errorf("verify: listing Kueue Workloads (%s): %w", contract.GVRWorkload.GroupVersion(), err)
 	}
 	if l := lockOf(r.p, r.rep.Template); l != nil {
 		l.Live = liveLockSize(ctx, r.c, r.ns, r.p.SemaphoreConfigMap, l.Name)
@@ -403,7 +385,7 @@ func (r *runner) startSampler() {
 func (r *runner) workflow(name, batch string) (*wfv1.Workflow, error) {
 	patch := map[string]any{
 		"containers": []any{map[string]any{
-			"name":    mainContainer,
+			"name":    contract.MainContainer,
 			"command": testjob.Command(r.o.Hold),
 			"args":    nil,
 			"env":     []any{map[string]any{"name": testjob.HoldEnv, "value": strconv.FormatFloat(r.o.Hold.Seconds(), 'f', -1, 64)}},
@@ -425,12 +407,12 @@ func (r *runner) workflow(name, batch string) (*wfv1.Workflow, error) {
 	}
 	labels := map[string]string{LabelRun: r.o.RunID, LabelBatch: batch}
 	return &wfv1.Workflow{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "Workflow"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: contract.ArgoAPIVersion, Kind: "Workflow"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns, Labels: labels},
 		Spec: wfv1.WorkflowSpec{
 			WorkflowTemplateRef: &wfv1.WorkflowTemplateRef{Name: r.rep.Template},
 			Arguments: wfv1.Arguments{Parameters: []wfv1.Parameter{
-				{Name: "priority", Value: wfv1.AnyStringPtr(r.o.Priority)},
+				{Name: contract.ParamPriority, Value: wfv1.AnyStringPtr(r.o.Priority)},
 			}},
 			PodMetadata: &wfv1.Metadata{
 				Labels:      labels,
@@ -489,7 +471,7 @@ func (r *runner) runBatch(ctx context.Context, kind BatchKind, level, index int)
 			return b, err
 		}
 		submitted := r.now()
-		if _, err := r.c.Dynamic.Resource(GVRWorkflow).Namespace(r.ns).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
+		if _, err := r.c.Dynamic.Resource(contract.GVRWorkflow).Namespace(r.ns).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
 			return b, fmt.Errorf("verify: submitting Workflow %s: %w", name, err)
 		}
 		b.Jobs = append(b.Jobs, Job{Name: name, Index: i, Submitted: submitted})
@@ -562,7 +544,7 @@ func (r *runner) observe(ctx context.Context, b *Batch, states []*jobState) erro
 		index[j.Name] = i
 	}
 	sel := LabelRun + "=" + r.o.RunID
-	wfs, err := r.c.Dynamic.Resource(GVRWorkflow).Namespace(r.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	wfs, err := r.c.Dynamic.Resource(contract.GVRWorkflow).Namespace(r.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return fmt.Errorf("verify: listing Workflows: %w", err)
 	}
@@ -589,7 +571,7 @@ func (r *runner) observe(ctx context.Context, b *Batch, states []*jobState) erro
 	byUID := map[types.UID]int{}
 	for k := range pods.Items {
 		pod := &pods.Items[k]
-		i, ok := index[pod.Labels["workflows.argoproj.io/workflow"]]
+		i, ok := index[pod.Labels[contract.LabelArgoWorkflow]]
 		if !ok {
 			continue
 		}
@@ -687,7 +669,7 @@ func (r *runner) readLog(ctx context.Context, pod *corev1.Pod, j *Job) {
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	limit := int64(256 * 1024)
-	raw, err := r.c.Kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: mainContainer, LimitBytes: &limit}).DoRaw(lctx)
+	raw, err := r.c.Kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: contract.MainContainer, LimitBytes: &limit}).DoRaw(lctx)
 	if err != nil {
 		r.logsNote = fmt.Sprintf("job logs unreadable (%s: %v): start and end come from container status, not the jobs' own stamps", pod.Name, shortErr(err))
 		return
@@ -725,7 +707,7 @@ func (r *runner) cancelStep(ctx context.Context, b *Batch, states []*jobState, n
 		j := &b.Jobs[target]
 		patch := []byte(`{"spec":{"shutdown":"` + string(wfv1.ShutdownStrategyTerminate) + `"}}`)
 		b.Cancel = &Cancel{Job: j.Name, Strategy: string(wfv1.ShutdownStrategyTerminate), Requested: r.now()}
-		if _, err := r.c.Dynamic.Resource(GVRWorkflow).Namespace(r.ns).Patch(ctx, j.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		if _, err := r.c.Dynamic.Resource(contract.GVRWorkflow).Namespace(r.ns).Patch(ctx, j.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 			return fmt.Errorf("verify: stopping Workflow %s: %w", j.Name, err)
 		}
 		r.progressf("%s: cancelling %s (spec.shutdown=Terminate)", b.Label(), j.Name)
@@ -863,7 +845,7 @@ func (r *runner) cleanup(ctx context.Context, batch string) *Cleanup {
 	bg := metav1.DeletePropagationBackground
 	list := func() []string {
 		var left []string
-		if l, err := r.c.Dynamic.Resource(GVRWorkflow).Namespace(r.ns).List(ctx, metav1.ListOptions{LabelSelector: sel}); err == nil {
+		if l, err := r.c.Dynamic.Resource(contract.GVRWorkflow).Namespace(r.ns).List(ctx, metav1.ListOptions{LabelSelector: sel}); err == nil {
 			for _, it := range l.Items {
 				left = append(left, "Workflow "+r.ns+"/"+it.GetName())
 			}
@@ -887,7 +869,7 @@ func (r *runner) cleanup(ctx context.Context, batch string) *Cleanup {
 		return c
 	}
 	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
-	_ = r.c.Dynamic.Resource(GVRWorkflow).Namespace(r.ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: sel})
+	_ = r.c.Dynamic.Resource(contract.GVRWorkflow).Namespace(r.ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: sel})
 	_ = r.c.Kube.CoreV1().Pods(r.ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: sel})
 	if batch == "" {
 		_ = r.c.Kube.CoreV1().ConfigMaps(r.ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: sel})

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
 // State is a service state: which on-demand services are up, as read from
@@ -23,34 +25,16 @@ type State struct {
 func (s State) Up() []string {
 	var out []string
 	for _, n := range slices.Sorted(maps.Keys(s.Services)) {
-		if s.Services[n] == "up" {
+		if s.Services[n] == policy.ServiceUp {
 			out = append(out, n)
 		}
 	}
 	return out
 }
 
-// Label prints the state in the lab's words: "qwen2-5-7b up", "all
-// on-demand services down", "no on-demand services".
-func (s State) Label() string {
-	if len(s.Services) == 0 {
-		return "no on-demand services"
-	}
-	up := s.Up()
-	if len(up) == 0 {
-		if len(s.Services) == 1 {
-			for n := range s.Services {
-				return n + " down"
-			}
-		}
-		return "all on-demand services down"
-	}
-	var parts []string
-	for _, n := range slices.Sorted(maps.Keys(s.Services)) {
-		parts = append(parts, n+" "+s.Services[n])
-	}
-	return strings.Join(parts, ", ")
-}
+// Label prints the state in the lab's words (policy.StateLabel): "qwen2-5-7b
+// up", "all on-demand services down", "no on-demand services".
+func (s State) Label() string { return policy.StateLabel(s.Services) }
 
 // Same reports whether two states have the same services up.
 func (s State) Same(o State) bool { return maps.Equal(s.Services, o.Services) }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 
@@ -10,7 +9,7 @@ import (
 
 	"github.com/gpupolicy/gpupolicy/drift"
 	"github.com/gpupolicy/gpupolicy/internal/kube"
-	"github.com/gpupolicy/gpupolicy/render"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 )
 
 // clusterFlags are the flags of the verbs that talk to an environment's
@@ -27,11 +26,11 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 // clients connects to the environment's cluster.
 func (f *clusterFlags) clients(t *envTarget) (*kube.Clients, string, error) {
 	kc, ctx := f.kubeconfig, f.context
-	if kc == "" && t.env.Kubeconfig != "" {
-		kc = filepath.Join(t.root, filepath.FromSlash(t.env.Kubeconfig))
+	if kc == "" && t.Env.Kubeconfig != "" {
+		kc = filepath.Join(t.Root, filepath.FromSlash(t.Env.Kubeconfig))
 	}
 	if ctx == "" {
-		ctx = t.env.Context
+		ctx = t.Env.Context
 	}
 	c, err := kube.New(kc, ctx)
 	if err != nil {
@@ -49,32 +48,10 @@ func (f *clusterFlags) clients(t *envTarget) (*kube.Clients, string, error) {
 	return c, where, nil
 }
 
-// pinnedSet reads the environment's render at its pin from git objects.
-func pinnedSet(ctx context.Context, t *envTarget) (drift.Set, *drift.GitSide, error) {
-	if t.env.Pin == "" {
-		return nil, nil, fmt.Errorf("environment %s has no pin yet (%s): set one with gpupolicy pin --env %s",
-			t.env.Name, t.env.SettingsPath(), t.env.Name)
-	}
-	commit, err := t.repo.Resolve(t.env.Pin)
-	if err != nil {
-		return nil, nil, fmt.Errorf("environment %s: the pin in %s: %v\nmove it with gpupolicy pin --env %s [REV]",
-			t.env.Name, t.env.SettingsPath(), err, t.env.Name)
-	}
-	side := &drift.GitSide{Repo: t.repo, Env: t.env.Name, Commit: commit, RenderAt: renderAtFunc(t), Name: drift.GitSides.From}
-	set, err := side.Objects(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("the render at the pin: %w", err)
-	}
-	return set, side, nil
-}
-
 // ownerLabels select what reconcile owns (and may prune) in an environment.
 func ownerLabels(env string) map[string]string {
-	return map[string]string{render.LabelManagedBy: render.ManagedBy, envLabel: env}
+	return map[string]string{contract.LabelManagedBy: contract.ManagedBy, contract.LabelEnvironment: env}
 }
-
-// envLabel is the label every environment overlay puts on what it deploys.
-const envLabel = "gpupolicy.dev/environment"
 
 func unstructuredObjects(set drift.Set) []*unstructured.Unstructured {
 	out := make([]*unstructured.Unstructured, 0, len(set))

@@ -3,23 +3,24 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpupolicy/gpupolicy/drift"
+	"github.com/gpupolicy/gpupolicy/internal/output"
 )
 
 func init() { commands = append(commands, newDriftCmd) }
 
 func newDriftCmd() *cobra.Command {
 	var (
-		env, format string
-		live        bool
-		cf          clusterFlags
+		env  string
+		o    *output.Flag
+		live bool
+		cf   clusterFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "drift --env ENV [--live] [-o text|json|markdown]",
+		Use:   "drift --env ENV [--live] [-o text|json|yaml|markdown]",
 		Short: "Compare the render at an environment's pin with the render at HEAD",
 		Long: `drift reads environment ENV's render at its pin (the commit its cluster syncs
 from) and at HEAD, straight from git objects (no checkout), and reports
@@ -56,32 +57,29 @@ commit, a render that fails, a cluster that cannot be read).`,
 			if env == "" {
 				return usageError{errors.New("--env ENV is required")}
 			}
-			if !envFormatOK(format, drift.Formats) {
-				return usageError{fmt.Errorf("-o %s: use one of %s", format, strings.Join(drift.Formats, ", "))}
-			}
 			t, err := openEnv(env, true)
 			if err != nil {
 				return err
 			}
-			if t.env.Pin == "" {
-				return fmt.Errorf("environment %s has no pin yet (%s): set one with gpupolicy pin --env %s", env, t.env.SettingsPath(), env)
+			if t.Env.Pin == "" {
+				return fmt.Errorf("environment %s has no pin yet (%s): set one with gpupolicy pin --env %s", env, t.Env.SettingsPath(), env)
 			}
 			r, err := drift.Git(cmd.Context(), drift.Options{
-				Repo: t.repo, Env: env, Pin: t.env.Pin,
-				PolicyDir: t.env.Policy, EnvDir: t.env.Dir(),
-				RenderAt: renderAtFunc(t),
+				Repo: t.Repo, Env: env, Pin: t.Env.Pin,
+				PolicyDir: t.Env.Policy, EnvDir: t.Env.Dir(),
+				RenderAt: t.RenderAt,
 			})
 			if drift.IsUnknownRevision(err) {
 				return fmt.Errorf("environment %s: the pin in %s: %v\nmove it with gpupolicy pin --env %s [REV]",
-					env, t.env.SettingsPath(), err, env)
+					env, t.Env.SettingsPath(), err, env)
 			}
 			if err != nil {
 				return err
 			}
 			if live {
-				return runLiveDrift(cmd, t, r, cf, format)
+				return runLiveDrift(cmd, t, r, cf, o.Format())
 			}
-			if err := r.Write(cmd.OutOrStdout(), format); err != nil {
+			if err := r.Write(cmd.OutOrStdout(), o.Format()); err != nil {
 				return err
 			}
 			if r.Drifted() {
@@ -93,15 +91,6 @@ commit, a render that fails, a cluster that cannot be read).`,
 	cmd.Flags().BoolVar(&live, "live", false, "also compare the environment's cluster with the pin, and check what Kueue counted")
 	cf.add(cmd)
 	cmd.Flags().StringVar(&env, "env", "", "the environment (environments/ENV)")
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "report format: text, json or markdown")
+	o = outputFlag(cmd, output.Text, drift.Formats...)
 	return cmd
-}
-
-func envFormatOK(f string, formats []string) bool {
-	for _, x := range formats {
-		if f == x {
-			return true
-		}
-	}
-	return false
 }

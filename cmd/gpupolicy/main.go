@@ -14,7 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/internal/finding"
+	"github.com/gpupolicy/gpupolicy/internal/output"
 )
 
 // Exit codes, one place.
@@ -60,7 +61,7 @@ func exitCode(err error, stderr io.Writer) int {
 		}
 		return exitFindings
 	}
-	var ds policy.Diagnostics
+	var ds finding.List
 	if errors.As(err, &ds) {
 		for _, d := range ds {
 			fmt.Fprintln(stderr, d.String())
@@ -102,6 +103,15 @@ Exit codes: 0 clean; 1 findings (a failed rule, drift, a failed verification);
 // commands holds every verb's constructor; each verb's file registers
 // itself in an init function, so adding a verb touches no other file.
 var commands []func() *cobra.Command
+
+// outputFlag adds the verb's -o flag: the formats it accepts, validated
+// when the flag is parsed (a bad one is a usage error, exit 2, naming the
+// accepted formats).
+func outputFlag(cmd *cobra.Command, def output.Format, accepted ...output.Format) *output.Flag {
+	o := output.NewFlag(def, accepted...)
+	cmd.Flags().VarP(o, "output", "o", o.Usage())
+	return o
+}
 
 // policyDirArg returns the POLICY_DIR argument or the default.
 func policyDirArg(args []string) string {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -59,120 +57,37 @@ func runPin(ctx context.Context, out io.Writer, name, rev string) error {
 	if err != nil {
 		return err
 	}
-	settings := t.env.SettingsPath()
-	target, err := t.repo.Resolve(rev)
+	m, err := t.MovePin(ctx, rev)
 	if err != nil {
 		return err
 	}
-	old := t.env.Pin
-	if old == target.Hash {
-		fmt.Fprintf(out, "%s is already pinned to %s\n", name, target)
+	if m.Already {
+		fmt.Fprintf(out, "%s is already pinned to %s\n", name, m.Target)
 		return nil
 	}
-	dirty, err := t.repo.Changes()
-	if err != nil {
-		return err
-	}
-	for _, c := range dirty {
-		if c.Path == settings {
-			return fmt.Errorf("%s has uncommitted changes; commit or discard them before moving the pin (the pin commit holds that file alone)", settings)
-		}
-	}
-
-	// What the move deploys, before anything is written.
-	var report *drift.Report
-	var oldErr error
-	if old != "" {
-		report, oldErr = drift.Git(ctx, drift.Options{
-			Repo: t.repo, Env: name, Pin: old, Head: target.Hash,
-			PolicyDir: t.env.Policy, EnvDir: t.env.Dir(),
-			RenderAt: renderAtFunc(t),
-			Sides:    pinSides,
-			MaxBlame: -1,
-		})
-		if oldErr != nil && !drift.IsUnknownRevision(oldErr) {
-			return fmt.Errorf("comparing the old pin with %s: %w", target.Short(), oldErr)
-		}
-	}
-
-	path := filepath.Join(t.root, filepath.FromSlash(settings))
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	nb, err := environment.SetPin(b, target.Hash)
-	if err != nil {
-		return err
-	}
-	if err := pinWriteFile(path, nb); err != nil {
-		return err
-	}
 	from := "unpinned"
-	if old != "" {
-		from = gitrepo.Short(old)
+	if m.Old != "" {
+		from = gitrepo.Short(m.Old)
 	}
-	msg := fmt.Sprintf("%s: pin %s to %s\n\nMoved from %s by gpupolicy pin --env %s %s.\nPinned commit: %s %s",
-		settings, name, target.Short(), from, name, rev, target.Hash, target.Subject)
-	c, err := t.repo.CommitOnly(msg, settings)
-	if err != nil {
-		// Leave the file as it was: the pin did not move.
-		_ = pinWriteFile(path, b)
-		return err
-	}
-	fmt.Fprintf(out, "pinned %s to %s (was %s) in commit %s\n", name, target, from, c.Short())
+	fmt.Fprintf(out, "pinned %s to %s (was %s) in commit %s\n", name, m.Target, from, m.Commit.Short())
 
 	switch {
-	case old == "":
-		fmt.Fprintf(out, "\nfirst pin: %s now deploys everything in its render at %s\n", name, target.Short())
-	case oldErr != nil:
-		fmt.Fprintf(out, "\nthe old pin %s names no commit in this repository; nothing to compare with\n", old)
-	case !report.Drifted():
-		fmt.Fprintf(out, "\nthe move deploys nothing new: the render at %s matches the render at %s\n", gitrepo.Short(old), target.Short())
+	case m.Old == "":
+		fmt.Fprintf(out, "\nfirst pin: %s now deploys everything in its render at %s\n", name, m.Target.Short())
+	case m.OldUnknown:
+		fmt.Fprintf(out, "\nthe old pin %s names no commit in this repository; nothing to compare with\n", m.Old)
+	case !m.Report.Drifted():
+		fmt.Fprintf(out, "\nthe move deploys nothing new: the render at %s matches the render at %s\n", gitrepo.Short(m.Old), m.Target.Short())
 	default:
-		fmt.Fprintf(out, "\nwhat the move deploys (%s → %s, %s):\n\n", gitrepo.Short(old), target.Short(), envPlural(len(report.Differences), "difference"))
-		drift.WriteText(out, report.Differences, pinSides, false)
+		fmt.Fprintf(out, "\nwhat the move deploys (%s → %s, %s):\n\n", gitrepo.Short(m.Old), m.Target.Short(), envPlural(len(m.Report.Differences), "difference"))
+		drift.WriteText(out, m.Report.Differences, environment.PinSides, false)
 	}
 	return nil
 }
-
-var pinSides = drift.Sides{From: "the old pin", To: "the new pin"}
 
 func envPlural(n int, word string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, word)
 	}
 	return fmt.Sprintf("%d %ss", n, word)
-}
-
-// renderAtFunc renders the target environment at a commit from git
-// objects, for commits without deploy/ENV.
-func renderAtFunc(t *envTarget) drift.RenderAtFunc {
-	return func(commit string) (map[string][]byte, string, error) {
-		return environment.RenderAt(t.repo, commit, t.env.Name, t.env)
-	}
-}
-
-// pinWriteFile replaces a file through a temporary sibling and rename.
-func pinWriteFile(path string, b []byte) error {
-	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -3,20 +3,21 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
+	"github.com/gpupolicy/gpupolicy/internal/output"
 	"github.com/gpupolicy/gpupolicy/internal/plan"
 )
 
 func init() { commands = append(commands, newPlanCmd) }
 
 func newPlanCmd() *cobra.Command {
-	var base, head, format string
+	var base, head string
+	var o *output.Flag
 	cmd := &cobra.Command{
-		Use:   "plan --base REV [--head REV] [POLICY_DIR] [-o markdown|json|text]",
+		Use:   "plan --base REV [--head REV] [POLICY_DIR] [-o markdown|json|yaml|text]",
 		Short: "Say what a change to the policy does, for a pull request",
 		Long: `plan reads the policy in POLICY_DIR (default policies/lab) at two revisions
 straight from git objects (no checkout; the working tree is not read or
@@ -31,7 +32,7 @@ vets and renders both, and prints what the change does:
   - to the render: every object and field that differs, with what it
     changes for the lab.
 
-Output: -o markdown (default, a pull-request comment), json or text.
+Output: -o markdown (default, a pull-request comment), json, yaml or text.
 
 Exit 0 when planned, 1 when the change adds a finding of severity error, 2
 when the head's policy does not load or vet, or on a bad revision.`,
@@ -41,9 +42,6 @@ when the head's policy does not load or vet, or on a bad revision.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if base == "" {
 				return usageError{errors.New("--base REV is required (the revision the change is compared with, e.g. origin/main)")}
-			}
-			if !envFormatOK(format, plan.Formats) {
-				return usageError{fmt.Errorf("-o %s: use one of %s", format, strings.Join(plan.Formats, ", "))}
 			}
 			repo, err := gitrepo.Open(".")
 			if err != nil {
@@ -57,7 +55,7 @@ when the head's policy does not load or vet, or on a bad revision.`,
 			if err != nil {
 				return err
 			}
-			if err := r.Write(cmd.OutOrStdout(), format); err != nil {
+			if err := r.Write(cmd.OutOrStdout(), o.Format()); err != nil {
 				return err
 			}
 			if n := r.NewErrors(); n > 0 {
@@ -68,6 +66,6 @@ when the head's policy does not load or vet, or on a bad revision.`,
 	}
 	cmd.Flags().StringVar(&base, "base", "", "the revision to compare with (a branch, tag or SHA)")
 	cmd.Flags().StringVar(&head, "head", "HEAD", "the revision with the change")
-	cmd.Flags().StringVarP(&format, "output", "o", "markdown", "report format: markdown, json or text")
+	o = outputFlag(cmd, output.Markdown, plan.Formats...)
 	return cmd
 }

@@ -1,22 +1,27 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"strings"
+	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpupolicy/gpupolicy/internal/finding"
+	"github.com/gpupolicy/gpupolicy/internal/output"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
 func init() { commands = append(commands, newVetCmd) }
 
+// vetFormats are the formats vet prints: its problems are findings, but a
+// policy that does not vet is an input error (exit 2), so there is no
+// markdown report.
+var vetFormats = []output.Format{output.Text, output.JSON, output.YAML}
+
 func newVetCmd() *cobra.Command {
-	var rules []string
-	for _, r := range policy.Rules {
-		rules = append(rules, fmt.Sprintf("  %-26s %s", r.ID, r.Reason))
-	}
-	return &cobra.Command{
+	var o *output.Flag
+	cmd := &cobra.Command{
 		Use:   "vet [POLICY_DIR]",
 		Short: "Check a policy against the schema and the semantic rules",
 		Long: `vet evaluates the CUE policy in POLICY_DIR (default policies/lab) against the
@@ -24,22 +29,73 @@ schema embedded in gpupolicy, then applies the semantic rules below. Every
 problem is printed as file:line:col: rule: message, positions relative to the
 current directory.
 
-Rules beyond the schema (the schema's own constraints report as "schema"):
-` + strings.Join(rules, "\n") + `
+Rules (ID, severity, reason):
+` + finding.Help(finding.Rules(finding.Vet)) + `
+
+Output: -o text (default: the problems on stderr), json or yaml (the policy
+and its findings on stdout, each as in explain -o json).
 
 Exit 0 when the policy is clean, 2 on any problem.`,
 		Example: `  gpupolicy vet
-  gpupolicy vet policies/lab`,
+  gpupolicy vet policies/lab
+  gpupolicy vet policies/lab -o json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := policyDirArg(args)
 			p, err := policy.Load(dir)
-			if err != nil {
+			r := &vetReport{Dir: dir, Findings: []finding.Finding{}}
+			var ds finding.List
+			switch {
+			case errors.As(err, &ds):
+				r.Findings = ds
+			case err != nil:
+				return err
+			default:
+				r.Policy, r.Valid, r.p = p.Name, true, p
+			}
+			if o.Format() == output.Text && !r.Valid {
+				return ds // exitCode prints them on stderr
+			}
+			if err := r.Write(cmd.OutOrStdout(), o.Format()); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: policy %q is valid: %d card(s), %d service(s), %d queue(s), %d priorities, %d lock(s), %d template(s)\n",
-				dir, p.Name, len(p.Cards), len(p.Services), len(p.Queues), len(p.Priorities), len(p.Locks), len(p.Templates))
+			if !r.Valid {
+				return fmt.Errorf("%d problem(s) in the policy", len(r.Findings))
+			}
 			return nil
 		},
 	}
+	o = outputFlag(cmd, output.Text, vetFormats...)
+	return cmd
+}
+
+// vetReport is what vet found.
+type vetReport struct {
+	Dir string `json:"dir"`
+	// Policy is the policy's name, when it vets.
+	Policy   string            `json:"policy,omitempty"`
+	Valid    bool              `json:"valid"`
+	Findings []finding.Finding `json:"findings"`
+
+	p *policy.Policy
+}
+
+// Write prints the report (output.Writer).
+func (r *vetReport) Write(w io.Writer, f output.Format) error {
+	switch f {
+	case output.JSON:
+		return output.WriteJSON(w, r)
+	case output.YAML:
+		return output.WriteYAML(w, r)
+	}
+	if !r.Valid {
+		for _, d := range r.Findings {
+			fmt.Fprintln(w, d.String())
+		}
+		return nil
+	}
+	p := r.p
+	_, err := fmt.Fprintf(w, "%s: policy %q is valid: %d card(s), %d service(s), %d queue(s), %d priorities, %d lock(s), %d template(s)\n",
+		r.Dir, p.Name, len(p.Cards), len(p.Services), len(p.Queues), len(p.Priorities), len(p.Locks), len(p.Templates))
+	return err
 }

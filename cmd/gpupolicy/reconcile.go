@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,15 +8,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
+	"github.com/gpupolicy/gpupolicy/internal/output"
 )
 
 func init() { commands = append(commands, newReconcileCmd) }
 
 func newReconcileCmd() *cobra.Command {
 	var (
-		env, format string
-		dryRun      bool
-		cf          clusterFlags
+		env    string
+		o      *output.Flag
+		dryRun bool
+		cf     clusterFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "reconcile --env ENV [--kubeconfig F] [--context C] [--dry-run]",
@@ -50,14 +51,11 @@ Exit 0 when the cluster matches the pin, 2 on an error.`,
 			if env == "" {
 				return usageError{errors.New("--env ENV is required")}
 			}
-			if format != "text" && format != "json" {
-				return usageError{fmt.Errorf("-o %s: use text or json", format)}
-			}
 			t, err := openEnv(env, true)
 			if err != nil {
 				return err
 			}
-			set, side, err := pinnedSet(cmd.Context(), t)
+			set, side, err := t.Pinned(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -81,19 +79,16 @@ Exit 0 when the cluster matches the pin, 2 on an error.`,
 					}
 				},
 			})
-			if format == "json" {
-				if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
-					return err
-				}
-			} else {
-				writeReconcileSummary(cmd.OutOrStdout(), env, res, applyErr)
+			rep := &reconcileReport{env: env, res: res, applyErr: applyErr}
+			if err := rep.Write(cmd.OutOrStdout(), o.Format()); err != nil {
+				return err
 			}
 			return applyErr
 		},
 	}
 	cmd.Flags().StringVar(&env, "env", "", "the environment (environments/ENV)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "use the API server's dry run; change nothing")
-	cmd.Flags().StringVarP(&format, "output", "o", "text", "report format: text or json")
+	o = outputFlag(cmd, output.Text, reconcileFormats...)
 	cf.add(cmd)
 	return cmd
 }
@@ -122,8 +117,24 @@ func writeReconcileSummary(w io.Writer, env string, res *reconcile.Result, apply
 	}
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// reconcileFormats are the formats reconcile prints its result in.
+var reconcileFormats = []output.Format{output.Text, output.JSON, output.YAML}
+
+// reconcileReport is what reconcile did (output.Writer): the result as JSON
+// or YAML, or a summary for a terminal.
+type reconcileReport struct {
+	env      string
+	res      *reconcile.Result
+	applyErr error
+}
+
+func (r *reconcileReport) Write(w io.Writer, f output.Format) error {
+	switch f {
+	case output.JSON:
+		return output.WriteJSON(w, r.res)
+	case output.YAML:
+		return output.WriteYAML(w, r.res)
+	}
+	writeReconcileSummary(w, r.env, r.res, r.applyErr)
+	return nil
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +28,10 @@ func TestMain(m *testing.M) {
 //
 //	cplab DIR            copy the repository's policies/lab to DIR
 //	exits N CMD ARGS...  run CMD and require exit status N exactly
+//	tree DIR             print every path under DIR (DIR itself as ".") with
+//	                     its mode, size, modification time and content hash:
+//	                     two listings differ if anything was written there
+//	empty DIR            fail unless DIR holds nothing (! empty: unless it does)
 func TestScripts(t *testing.T) {
 	repo, err := filepath.Abs("../..")
 	if err != nil {
@@ -42,6 +49,26 @@ func TestScripts(t *testing.T) {
 					ts.Fatalf("usage: cplab DIR")
 				}
 				copyDir(ts, filepath.Join(repo, "policies", "lab"), ts.MkAbs(args[0]))
+			},
+			"tree": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 || neg {
+					ts.Fatalf("usage: tree DIR")
+				}
+				writeTree(ts, ts.MkAbs(args[0]))
+			},
+			"empty": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: empty DIR")
+				}
+				entries, err := os.ReadDir(ts.MkAbs(args[0]))
+				ts.Check(err)
+				if (len(entries) == 0) == neg {
+					var names []string
+					for _, e := range entries {
+						names = append(names, e.Name())
+					}
+					ts.Fatalf("%s holds %v", args[0], names)
+				}
 			},
 			"exits": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) < 2 {
@@ -79,4 +106,31 @@ func copyDir(ts *testscript.TestScript, from, to string) {
 		ts.Check(err)
 		ts.Check(os.WriteFile(filepath.Join(to, e.Name()), b, 0o644))
 	}
+}
+
+// writeTree prints a line per path under root: slash path, mode, size,
+// modification time (ns) and, for a file, its SHA-256.
+func writeTree(ts *testscript.TestScript, root string) {
+	out := ts.Stdout()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		sum := ""
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum = fmt.Sprintf("%x", sha256.Sum256(b))
+		}
+		fmt.Fprintf(out, "%s %v %d %d %s\n", filepath.ToSlash(rel), fi.Mode(), fi.Size(), fi.ModTime().UnixNano(), sum)
+		return nil
+	})
+	ts.Check(err)
 }

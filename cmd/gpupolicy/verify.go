@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpupolicy/gpupolicy/internal/output"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/verify"
 )
@@ -27,10 +28,9 @@ type verifyFlags struct {
 	hold, timeout            time.Duration
 	starveWatch, cancelGrace time.Duration
 	cancel, noGPUMemory      bool
-	reportDir, format        string
+	reportDir                string
+	format                   *output.Flag
 }
-
-var verifyFormats = []string{"text", "json", "markdown"}
 
 func newVerifyCmd() *cobra.Command {
 	var f verifyFlags
@@ -94,16 +94,13 @@ disagreement, 2 on a usage error, an unreachable cluster, or an interrupt.`,
 	fl.DurationVar(&f.cancelGrace, "cancel-grace", verify.DefaultCancelGrace, "with --cancel: delete the job's pod if it still runs this long after the stop request")
 	fl.BoolVar(&f.noGPUMemory, "no-gpu-memory", false, "do not sample GPU memory through NVML")
 	fl.StringVar(&f.reportDir, "report", "", "write report.md, report.json and timeline.svg into DIR")
-	fl.StringVarP(&f.format, "output", "o", "text", "report format on stdout: text, json or markdown")
+	f.format = outputFlag(cmd, output.Text, verify.Formats...)
 	return cmd
 }
 
 func runVerify(cmd *cobra.Command, f verifyFlags) error {
 	if f.env == "" {
 		return usageError{errors.New("--env ENV is required")}
-	}
-	if !envFormatOK(f.format, verifyFormats) {
-		return usageError{fmt.Errorf("-o %s: use one of %s", f.format, strings.Join(verifyFormats, ", "))}
 	}
 	levels, err := parseLevels(f.levels)
 	if err != nil {
@@ -121,15 +118,15 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 	}
 	policyDir := f.policyDir
 	if policyDir == "" {
-		policyDir = t.show(t.env.Policy)
+		policyDir = t.Path(t.Env.Policy)
 	}
 	p, err := policy.Load(policyDir)
 	if err != nil {
 		return err
 	}
 	kubeconfig := f.cluster.kubeconfig
-	if kubeconfig == "" && t.env.Kubeconfig != "" {
-		kubeconfig = filepath.Join(t.root, filepath.FromSlash(t.env.Kubeconfig))
+	if kubeconfig == "" && t.Env.Kubeconfig != "" {
+		kubeconfig = filepath.Join(t.Root, filepath.FromSlash(t.Env.Kubeconfig))
 	}
 	if kubeconfig != "" {
 		if _, err := os.Stat(kubeconfig); err != nil {
@@ -163,18 +160,8 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "verify: wrote %s\n", strings.Join([]string{
 			filepath.Join(f.reportDir, "report.md"), filepath.Join(f.reportDir, "report.json"), filepath.Join(f.reportDir, "timeline.svg")}, ", "))
 	}
-	out := cmd.OutOrStdout()
-	switch f.format {
-	case "json":
-		b, err := verify.JSON(rep)
-		if err != nil {
-			return err
-		}
-		_, _ = out.Write(b)
-	case "markdown":
-		_, _ = out.Write(verify.Markdown(rep))
-	default:
-		_, _ = out.Write(verify.Text(rep))
+	if err := rep.Write(cmd.OutOrStdout(), f.format.Format()); err != nil {
+		return errors.Join(runErr, err)
 	}
 	if runErr != nil {
 		return runErr

@@ -63,7 +63,7 @@ current-context: nowhere
 		want string
 	}{
 		{[]string{"verify"}, "--env ENV is required"},
-		{[]string{"verify", "--env", "local", "-o", "yaml"}, "-o yaml: use one of text, json, markdown"},
+		{[]string{"verify", "--env", "local", "-o", "xml"}, `unknown output format "xml": use text, json, yaml or markdown`},
 		{[]string{"verify", "--env", "local", "--levels", "0"}, "use 1 to 64"},
 		{[]string{"verify", "--env", "local", "--batches", "0"}, "--batches 0"},
 		{[]string{"verify", "--env", "nosuch"}, `no environment "nosuch"`},

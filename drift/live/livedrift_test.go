@@ -3,9 +3,10 @@ package live
 import (
 	"testing"
 
-	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpupolicy/gpupolicy/drift"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
 func clusterQueue(gpu any, memory string) map[string]any {
@@ -63,10 +64,21 @@ func TestProjectNormalizes(t *testing.T) {
 	}
 }
 
-func TestMiB(t *testing.T) {
-	for in, want := range map[string]int64{"1024Mi": 1024, "12452Mi": 12452, "1Gi": 1024, "1024": 1024} {
-		if got := mib(resource.MustParse(in)); got != want {
-			t.Errorf("mib(%s) = %d, want %d", in, got, want)
+// The declaration of a Workload's pod sets, in MiB: requests × count, and a
+// plain integer is bytes (1024 is 1,024 bytes, 0 MiB), as Kubernetes reads
+// it.
+func TestPodSetDeclarationMiB(t *testing.T) {
+	const decl = "gpupolicy.dev/gpu-memory"
+	for in, want := range map[string]int64{"1024Mi": 2048, "12452Mi": 24904, "1Gi": 2048, "1024": 0} {
+		wl := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"podSets": []any{map[string]any{
+			"count": int64(2),
+			"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
+				"name": "main", "resources": map[string]any{"requests": map[string]any{decl: in}},
+			}}}},
+		}}}}}
+		q, ok := podSetDeclaration(wl, decl)
+		if got, _ := policy.QuantityMiB(q); !ok || got != want {
+			t.Errorf("2 × %s = %d MiB (found %v), want %d", in, got, ok, want)
 		}
 	}
 }

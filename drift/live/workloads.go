@@ -14,13 +14,10 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 )
 
-var (
-	workloadsGVR = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
-	podsGVR      = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	workflowsGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflows"}
-)
+var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 // limitRangerAnnotation is what the LimitRanger admission plugin writes on a
 // pod whose requests or limits it defaulted ("LimitRanger plugin set: …").
@@ -36,13 +33,15 @@ type WorkloadCount struct {
 	// Workflow is the Argo Workflow the pod belongs to, if any.
 	Workflow string `json:"workflow,omitempty"`
 	// AskedMiB is what the job asked for (the Workflow's gpu-memory
-	// parameter), -1 when unknown.
+	// parameter), in MiB rounded down, -1 when unknown.
 	AskedMiB int64 `json:"askedMiB"`
 	// DeclaredByJob is false when the pod's declaration came from the
 	// LimitRange default, not from the job.
 	DeclaredByJob bool `json:"declaredByJob"`
 	// CountedMiB is the declaration Kueue counts (admitted: status.admission;
-	// pending: the pod set's requests), -1 when none.
+	// pending: the pod set's requests), in MiB rounded down, -1 when none.
+	// Quantities are read as Kubernetes reads them: a plain 1024 is 1,024
+	// bytes (policy.QuantityMiB).
 	CountedMiB int64 `json:"countedMiB"`
 	Admitted   bool  `json:"admitted"`
 	// AtDefault: the job declared nothing of its own and is counted at the
@@ -57,7 +56,7 @@ type WorkloadCount struct {
 // job that declared 12,452 MiB and was counted as 1,024. It only gets and
 // lists.
 func Workloads(ctx context.Context, client dynamic.Interface, decl string, defaultMiB int64) ([]WorkloadCount, error) {
-	list, err := client.Resource(workloadsGVR).List(ctx, metav1.ListOptions{})
+	list, err := client.Resource(contract.GVRWorkload).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing Kueue Workloads: %w", err)
 	}
@@ -71,33 +70,38 @@ func Workloads(ctx context.Context, client dynamic.Interface, decl string, defau
 				podName = ref.Name
 			}
 		}
-		templateMiB := podSetDeclaration(&wl, decl)
-		if templateMiB < 0 {
+		declared, hasDeclared := podSetDeclaration(&wl, decl)
+		if !hasDeclared {
 			wc.DeclaredByJob = false // the pod set carries none: Kueue applies the LimitRange
 		}
+		var asked resource.Quantity
+		hasAsked := false
 		if podName != "" {
 			pod, err := client.Resource(podsGVR).Namespace(wl.GetNamespace()).Get(ctx, podName, metav1.GetOptions{})
 			if err == nil {
 				if strings.Contains(pod.GetAnnotations()[limitRangerAnnotation], decl) {
 					wc.DeclaredByJob = false
 				}
-				if wf := pod.GetLabels()["workflows.argoproj.io/workflow"]; wf != "" {
+				if wf := pod.GetLabels()[contract.LabelArgoWorkflow]; wf != "" {
 					wc.Workflow = wf
-					wc.AskedMiB = workflowAsk(ctx, client, wl.GetNamespace(), wf)
+					asked, hasAsked = workflowAsk(ctx, client, wl.GetNamespace(), wf)
 				}
 			} else if !apierrors.IsNotFound(err) {
 				return nil, err
 			}
 		}
+		counted := policy.MiBQuantity(defaultMiB) // what the LimitRange will give it
 		if used, ok := admittedDeclaration(&wl, decl); ok {
-			wc.Admitted, wc.CountedMiB = true, used
-		} else if templateMiB >= 0 {
-			wc.CountedMiB = templateMiB
-		} else {
-			wc.CountedMiB = defaultMiB // what the LimitRange will give it
+			wc.Admitted, counted = true, used
+		} else if hasDeclared {
+			counted = declared
+		}
+		wc.CountedMiB, _ = policy.QuantityMiB(counted)
+		if hasAsked {
+			wc.AskedMiB, _ = policy.QuantityMiB(asked)
 		}
 		wc.AtDefault = !wc.DeclaredByJob
-		wc.Message = countMessage(wc, defaultMiB)
+		wc.Message = countMessage(wc, asked, hasAsked, counted, defaultMiB)
 		out = append(out, wc)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -109,7 +113,10 @@ func Workloads(ctx context.Context, client dynamic.Interface, decl string, defau
 	return out, nil
 }
 
-func countMessage(wc WorkloadCount, defaultMiB int64) string {
+// countMessage says what Kueue counted of a Workload's declaration against
+// what its job asked, each quantity in the lab's words (policy.DescribeMemory,
+// the same words drift uses for a manifest's quantities).
+func countMessage(wc WorkloadCount, asked resource.Quantity, hasAsked bool, counted resource.Quantity, defaultMiB int64) string {
 	who := wc.Owner
 	if wc.Workflow != "" {
 		who = "Workflow " + wc.Workflow
@@ -119,21 +126,22 @@ func countMessage(wc WorkloadCount, defaultMiB int64) string {
 		verb = "was counted"
 	}
 	switch {
-	case wc.AtDefault && wc.AskedMiB >= 0 && wc.AskedMiB != wc.CountedMiB:
-		return fmt.Sprintf("%s asked for %s MiB of GPU memory, but its pod declares none: it %s as %s MiB, the LimitRange default",
-			who, policy.Thousands(wc.AskedMiB), verb, policy.Thousands(wc.CountedMiB))
+	case wc.AtDefault && hasAsked && asked.Cmp(counted) != 0:
+		return fmt.Sprintf("%s asked for %s of GPU memory, but its pod declares none: it %s as %s, the LimitRange default",
+			who, policy.DescribeMemory(asked), verb, policy.DescribeMemory(counted))
 	case wc.AtDefault:
-		return fmt.Sprintf("%s declares no GPU memory: it %s at the %s MiB LimitRange default", who, verb, policy.Thousands(defaultMiB))
+		return fmt.Sprintf("%s declares no GPU memory: it %s at the %s LimitRange default", who, verb, policy.FormatAmount(policy.GPUMemory, defaultMiB))
 	default:
-		return fmt.Sprintf("%s declares %s MiB and %s as %s MiB", who, policy.Thousands(wc.CountedMiB), verb, policy.Thousands(wc.CountedMiB))
+		return fmt.Sprintf("%s declares %s and %s as %s", who, policy.DescribeMemory(counted), verb, policy.DescribeMemory(counted))
 	}
 }
 
 // podSetDeclaration sums the declaration over the Workload's pod sets
-// (requests × count), -1 when no container declares it.
-func podSetDeclaration(wl *unstructured.Unstructured, decl string) int64 {
+// (requests × count); false when no container declares it.
+func podSetDeclaration(wl *unstructured.Unstructured, decl string) (resource.Quantity, bool) {
 	sets, _, _ := unstructured.NestedSlice(wl.Object, "spec", "podSets")
-	total, found := int64(0), false
+	var total resource.Quantity
+	found := false
 	for _, s := range sets {
 		sm, _ := s.(map[string]any)
 		count, ok, _ := unstructured.NestedInt64(sm, "count")
@@ -149,25 +157,23 @@ func podSetDeclaration(wl *unstructured.Unstructured, decl string) int64 {
 			}
 			if ok {
 				if v, err := resource.ParseQuantity(q); err == nil {
-					total += count * mib(v)
+					v.Mul(count)
+					total.Add(v)
 					found = true
 				}
 			}
 		}
 	}
-	if !found {
-		return -1
-	}
-	return total
+	return total, found
 }
 
 // admittedDeclaration sums status.admission.podSetAssignments[].resourceUsage[decl].
-func admittedDeclaration(wl *unstructured.Unstructured, decl string) (int64, bool) {
+func admittedDeclaration(wl *unstructured.Unstructured, decl string) (resource.Quantity, bool) {
+	var total resource.Quantity
 	psas, ok, _ := unstructured.NestedSlice(wl.Object, "status", "admission", "podSetAssignments")
 	if !ok {
-		return 0, false
+		return total, false
 	}
-	total := int64(0)
 	for _, p := range psas {
 		pm, _ := p.(map[string]any)
 		q, ok, _ := unstructured.NestedString(pm, "resourceUsage", decl)
@@ -175,34 +181,27 @@ func admittedDeclaration(wl *unstructured.Unstructured, decl string) (int64, boo
 			continue
 		}
 		if v, err := resource.ParseQuantity(q); err == nil {
-			total += mib(v)
+			total.Add(v)
 		}
 	}
 	return total, true
 }
 
-func workflowAsk(ctx context.Context, client dynamic.Interface, ns, name string) int64 {
-	wf, err := client.Resource(workflowsGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+// workflowAsk reads the gpu-memory parameter of a Workflow (what the job
+// asked to declare); false when it has none.
+func workflowAsk(ctx context.Context, client dynamic.Interface, ns, name string) (resource.Quantity, bool) {
+	wf, err := client.Resource(contract.GVRWorkflow).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return -1
+		return resource.Quantity{}, false
 	}
 	params, _, _ := unstructured.NestedSlice(wf.Object, "spec", "arguments", "parameters")
 	for _, p := range params {
 		pm, _ := p.(map[string]any)
-		if pm["name"] == "gpu-memory" {
+		if pm["name"] == contract.ParamGPUMemory {
 			if v, err := resource.ParseQuantity(fmt.Sprint(pm["value"])); err == nil {
-				return mib(v)
+				return v, true
 			}
 		}
 	}
-	return -1
-}
-
-// mib converts a declaration quantity to MiB: "1024Mi" is 1,024 MiB. A plain
-// integer is taken as MiB as well, the policy's unit for GPU memory.
-func mib(q resource.Quantity) int64 {
-	if strings.HasSuffix(q.String(), "i") || q.Value() >= 1<<20 {
-		return q.Value() >> 20
-	}
-	return q.Value()
+	return resource.Quantity{}, false
 }

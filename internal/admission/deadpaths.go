@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
@@ -429,7 +430,7 @@ func (e *explainer) deadBorrow(q string, rec *fireRecord) {
 		instead = append(instead, fmt.Sprintf("a job in %s that must borrow waits until %s finish", q, victims))
 	}
 	b.WriteString(strings.Join(instead, "; "))
-	e.add(RuleDeadPreemption, SeverityError, []string{"queues", q, "preemption", "borrowWithinCohort"}, "%s", b.String())
+	e.add(RuleDeadPreemption, finding.Error, []string{"queues", q, "preemption", "borrowWithinCohort"}, "%s", b.String())
 }
 
 func orNothing(s, alt string) string {
@@ -500,7 +501,7 @@ func (e *explainer) deadReclaim(q string) {
 	if len(reasons) == 0 {
 		reasons = append(reasons, "in no service state and no mix of running jobs the model tried does Kueue pick a victim for it")
 	}
-	e.add(RuleDeadPreemption, SeverityError, []string{"queues", q, "preemption", "reclaimWithinCohort"},
+	e.add(RuleDeadPreemption, finding.Error, []string{"queues", q, "preemption", "reclaimWithinCohort"},
 		"queue %s's reclaimWithinCohort (%s) can never fire in Kueue %s: %s. What happens instead: its jobs wait for whatever holds the quota to finish",
 		q, pre.ReclaimWithinCohort, KueueVersion, strings.Join(reasons, "; and "))
 }
@@ -516,7 +517,7 @@ func (e *explainer) deadWithin(q string) {
 		}
 		why = fmt.Sprintf("only one priority runs in %s (%s), and LowerPriority needs a lower one", q, strings.Join(names, ""))
 	}
-	e.add(RuleDeadPreemption, SeverityError, []string{"queues", q, "preemption", "withinClusterQueue"},
+	e.add(RuleDeadPreemption, finding.Error, []string{"queues", q, "preemption", "withinClusterQueue"},
 		"queue %s's withinClusterQueue (%s) can never fire in Kueue %s: %s. What happens instead: its jobs wait for the queue's running jobs to finish",
 		q, pre.WithinClusterQueue, KueueVersion, why)
 }

@@ -43,9 +43,11 @@
 // preemption paths, lock sizes, declared against physical GPU memory, mixed
 // units). Its JSON form is a documented contract (README: explain -o json).
 //
-// Units: shares are time-slicing replicas of nvidia.com/gpu; host memory and
-// GPU memory are MiB, as in package policy. Quantities leave the package as
-// Kubernetes quantity strings ("4", "8Gi", "404Mi").
+// Units: shares are time-slicing replicas of the shares resource
+// (policy.Resource); host memory and GPU memory are MiB, as in package
+// policy. Quantities leave the package as Kubernetes quantity strings
+// (policy.Kind.QuantityString: "4", "8Gi", "404Mi"), keyed by the resource
+// names render writes (policy.Resource).
 package admission
 
 // KueueVersion is the Kueue release whose behaviour the model transcribes.

@@ -5,8 +5,8 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
-	"strings"
 
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
@@ -27,9 +27,9 @@ type Report struct {
 	Model string `json:"model"`
 	// OnDemand lists the on-demand services whose up/down states the
 	// capacity rows enumerate, sorted.
-	OnDemand []string   `json:"onDemand"`
-	Capacity []Capacity `json:"capacity"`
-	Findings []Finding  `json:"findings"`
+	OnDemand []string          `json:"onDemand"`
+	Capacity []Capacity        `json:"capacity"`
+	Findings []finding.Finding `json:"findings"`
 }
 
 // Capacity is one row: N jobs of one step template at one priority,
@@ -133,14 +133,16 @@ type variant struct {
 	locks      []string
 }
 
+// variants are the policy's template variants (policy.Variants) that get
+// rows: a cache-free variant only when it takes other locks than its
+// template (same quota, same locks, same row).
 func variants(p *policy.Policy) []variant {
 	var out []variant
-	for _, n := range p.TemplateNames() {
-		t := p.Templates[n]
-		out = append(out, variant{name: n, base: n, t: t, locks: t.Locks})
-		if t.CacheFree != nil && !slices.Equal(t.CacheFree.Locks, t.Locks) {
-			out = append(out, variant{name: t.CacheFree.Name, base: n, cacheFree: true, t: t, locks: t.CacheFree.Locks})
+	for _, v := range p.Variants() {
+		if v.CacheFree && slices.Equal(v.Locks, v.Template.Locks) {
+			continue
 		}
+		out = append(out, variant{name: v.Name, base: v.Template.Name, cacheFree: v.CacheFree, t: v.Template, locks: v.Locks})
 	}
 	return out
 }
@@ -174,7 +176,7 @@ type explainer struct {
 	rows     []Capacity
 	// rowIndex finds a row by (variant, priority, state mask).
 	rowIndex map[rowKey]int
-	findings []Finding
+	findings finding.List
 
 	// indexes, built once
 	templatesBy map[string][]string // queue → template names, sorted
@@ -222,7 +224,7 @@ func Explain(p *policy.Policy) (*Report, error) {
 	}
 	e.capacity()
 	e.findingsAll()
-	sortFindings(e.findings)
+	e.findings.Sort()
 	r := &Report{
 		Policy:   p.Name,
 		Model:    "kueue " + KueueVersion + " classical preemption",
@@ -234,7 +236,7 @@ func Explain(p *policy.Policy) (*Report, error) {
 		r.Capacity = []Capacity{}
 	}
 	if r.Findings == nil {
-		r.Findings = []Finding{}
+		r.Findings = []finding.Finding{}
 	}
 	return r, nil
 }
@@ -439,21 +441,10 @@ func (e *explainer) capacity() {
 	}
 }
 
-// smallestLock is the step's lock with the smallest size (the first in
-// acquisition order on a tie).
+// smallestLock is the step's lock with the smallest size
+// (policy.SmallestLock).
 func (e *explainer) smallestLock(v variant) (policy.Lock, bool) {
-	var best policy.Lock
-	found := false
-	for _, n := range v.locks {
-		l, ok := e.p.Locks[n]
-		if !ok {
-			continue
-		}
-		if !found || l.Size < best.Size {
-			best, found = l, true
-		}
-	}
-	return best, found
+	return e.p.SmallestLock(v.locks)
 }
 
 func (e *explainer) row(v variant, pr policy.Priority, st *stateSnap, sim *quotaSim) Capacity {
@@ -471,9 +462,9 @@ func (e *explainer) row(v variant, pr policy.Priority, st *stateSnap, sim *quota
 	}
 	for i, n := range e.onDemand {
 		if e.up(st.mask, i) {
-			c.State[n] = "up"
+			c.State[n] = policy.ServiceUp
 		} else {
-			c.State[n] = "down"
+			c.State[n] = policy.ServiceDown
 		}
 	}
 	if sim.never {
@@ -511,7 +502,7 @@ func (e *explainer) row(v variant, pr policy.Priority, st *stateSnap, sim *quota
 			continue
 		}
 		res := e.p.Resource(k)
-		c.Margin[res] = Quantity(k, sim.avail0[k]-c.Admitted*req)
+		c.Margin[res] = k.QuantityString(sim.avail0[k] - c.Admitted*req)
 		c.PerResource[res] = sim.avail0[k] / req
 	}
 	if sim.evicts != nil {
@@ -525,24 +516,11 @@ func (e *explainer) row(v variant, pr policy.Priority, st *stateSnap, sim *quota
 				continue
 			}
 			// Margin once pp.Admitted (not pp.QuotaAdmits) jobs run.
-			pp.Margin[e.p.Resource(k)] = Quantity(k, sim.preemptMargin[k]+(pp.QuotaAdmits-pp.Admitted)*req)
+			pp.Margin[e.p.Resource(k)] = k.QuantityString(sim.preemptMargin[k] + (pp.QuotaAdmits-pp.Admitted)*req)
 		}
 		c.Preemption = pp
 	}
 	return c
-}
-
-// stateLabel prints a state in the lab's words: "qwen2-5-7b up",
-// "all on-demand services down", "a up, b down".
-func stateLabel(onDemand []string, state map[string]string) string {
-	if len(onDemand) == 0 {
-		return "always"
-	}
-	var parts []string
-	for _, n := range onDemand {
-		parts = append(parts, n+" "+state[n])
-	}
-	return strings.Join(parts, ", ")
 }
 
 // upServices lists the on-demand services up in a mask.

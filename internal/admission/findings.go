@@ -2,30 +2,20 @@ package admission
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
-// Severities, most severe first. Exit 1 when any error-severity finding
-// exists.
-const (
-	SeverityError   = "error"
-	SeverityWarning = "warning"
-	SeverityInfo    = "info"
-)
-
-// Rule is one explain rule: a stable ID, the severities it can report and a
-// one-line reason in the lab's words.
-type Rule struct {
-	ID         string
-	Severities string
-	Reason     string
+// explainRule registers a rule Explain applies.
+func explainRule(id string, sev finding.Severity, also []finding.Severity, reason string) finding.Rule {
+	return finding.Register(finding.Rule{ID: id, Verb: finding.Explain, Severity: sev, Also: also, Reason: reason})
 }
 
 // The rules Explain applies. IDs are stable: reports, tests and
-// suppressions name them.
+// suppressions name them. GPU-memory quantities written in two forms are
+// vet's rule units-mixed: Explain never sees such a policy.
 var (
 	// RuleStarvation: a priority gets 0 jobs in a reachable service state
 	// and no preemption path admits it. Its time limit does not help: a
@@ -38,142 +28,54 @@ var (
 	// requests can postpone indefinitely: the ladder working as designed,
 	// but unbounded, so it must be visible); error when no reachable state
 	// admits it (it can never run: a policy bug).
-	RuleStarvation = Rule{"starvation", "warning|error",
-		"a job Kueue holds never starts, so its time limit never counts: it waits as long as what holds the quota stays up"}
+	RuleStarvation = explainRule("starvation", finding.Warning, []finding.Severity{finding.Error},
+		"a job Kueue holds never starts, so its time limit never counts: it waits as long as what holds the quota stays up")
 	// RuleDeadPreemption: a configured preemption Kueue v0.17 can never
 	// fire. Error: the policy promises behaviour (a waking 7B evicts batch
 	// jobs) the cluster will not show.
-	RuleDeadPreemption = Rule{"dead-preemption", "error",
-		"a preemption Kueue can never fire is a promise the cluster does not keep (a waking 7B does not evict running batch jobs)"}
+	RuleDeadPreemption = explainRule("dead-preemption", finding.Error, nil,
+		"a preemption Kueue can never fire is a promise the cluster does not keep (a waking 7B does not evict running batch jobs)")
 	// RulePreemptionRejected: borrowWithinCohort without reclaimWithinCohort,
 	// which Kueue's ClusterQueue validation rejects. Error.
-	RulePreemptionRejected = Rule{"preemption-rejected", "error",
-		"Kueue rejects a ClusterQueue with borrowWithinCohort but reclaimWithinCohort Never"}
+	RulePreemptionRejected = explainRule("preemption-rejected", finding.Error, nil,
+		"Kueue rejects a ClusterQueue with borrowWithinCohort but reclaimWithinCohort Never")
 	// RuleLockCapacity: a lock larger than what Kueue admits (warning: the
 	// jobs Kueue holds keep lock slots, and whoever queues behind them waits
 	// at the lock, where Kueue's priorities do not apply) or smaller (info:
 	// quota left idle, usually on purpose).
-	RuleLockCapacity = Rule{"lock-capacity", "warning|info",
-		"a step holds its lock while Kueue holds its pod: a lock above the quota is held by waiting jobs, one below it leaves quota idle"}
+	RuleLockCapacity = explainRule("lock-capacity", finding.Warning, []finding.Severity{finding.Info},
+		"a step holds its lock while Kueue holds its pod: a lock above the quota is held by waiting jobs, one below it leaves quota idle")
 	// RuleDeclaredPhysical: the GPU-memory declarations that can be admitted
 	// at once on a card against its physical memory. Warning when the
 	// quotas admit more than the card has; info otherwise (time-slicing
 	// isolates none of it either way).
-	RuleDeclaredPhysical = Rule{"declared-physical", "warning|info",
-		"declarations are accounting, not limits: time-slicing isolates no memory, so a job that uses more than it declares can run its neighbours out"}
-	// RuleUnits: GPU-memory quantities written in two forms. Error.
-	RuleUnits = Rule{"units", "error",
-		policy.RuleUnitsMixed.Reason}
+	RuleDeclaredPhysical = explainRule("declared-physical", finding.Info, []finding.Severity{finding.Warning},
+		"declarations are accounting, not limits: time-slicing isolates no memory, so a job that uses more than it declares can run its neighbours out")
 	// RuleServiceUnadmitted: a service that is up in some state but that
 	// Kueue cannot admit next to the services that run with it. Error.
-	RuleServiceUnadmitted = Rule{"service-unadmitted", "error",
-		"a service pod Kueue holds never starts: the quota must admit every service that can be up at once"}
+	RuleServiceUnadmitted = explainRule("service-unadmitted", finding.Error, nil,
+		"a service pod Kueue holds never starts: the quota must admit every service that can be up at once")
 )
 
-// Rules lists every rule Explain applies, for --help and documentation.
-var Rules = []Rule{
-	RuleStarvation, RuleDeadPreemption, RulePreemptionRejected, RuleLockCapacity,
-	RuleDeclaredPhysical, RuleUnits, RuleServiceUnadmitted,
-}
-
-// Finding is one result of the analysis.
-type Finding struct {
-	Rule     string `json:"rule"`
-	Severity string `json:"severity"`
-	Message  string `json:"message"`
-	// Path is the policy field the finding is about, as CUE prints it:
-	// queues."gpu-large-model".preemption.borrowWithinCohort.
-	Path string `json:"path"`
-	// Pos is file:line:col of that field when the policy was loaded from
-	// CUE; empty otherwise.
-	Pos string `json:"pos,omitempty"`
-}
-
-func severityRank(s string) int {
-	switch s {
-	case SeverityError:
-		return 0
-	case SeverityWarning:
-		return 1
-	}
-	return 2
-}
-
-func sortFindings(fs []Finding) {
-	sort.SliceStable(fs, func(i, j int) bool {
-		a, b := fs[i], fs[j]
-		if severityRank(a.Severity) != severityRank(b.Severity) {
-			return severityRank(a.Severity) < severityRank(b.Severity)
-		}
-		if a.Rule != b.Rule {
-			return a.Rule < b.Rule
-		}
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		return a.Message < b.Message
-	})
-}
-
 // HasErrors reports whether any finding has error severity.
-func (r *Report) HasErrors() bool {
-	for _, f := range r.Findings {
-		if f.Severity == SeverityError {
-			return true
-		}
-	}
-	return false
-}
+func (r *Report) HasErrors() bool { return finding.List(r.Findings).HasErrors() }
 
 // Count returns the number of findings of a severity.
-func (r *Report) Count(severity string) int {
-	n := 0
-	for _, f := range r.Findings {
-		if f.Severity == severity {
-			n++
-		}
-	}
-	return n
-}
+func (r *Report) Count(s finding.Severity) int { return finding.List(r.Findings).Count(s) }
 
-func (e *explainer) add(r Rule, severity string, path []string, format string, args ...any) {
-	e.findings = append(e.findings, Finding{
-		Rule:     r.ID,
-		Severity: severity,
-		Message:  fmt.Sprintf(format, args...),
-		Path:     policy.PathString(path...),
-		Pos:      e.p.Pos(path...),
-	})
+func (e *explainer) add(r finding.Rule, severity finding.Severity, path []string, format string, args ...any) {
+	f := r.Newf(format, args...)
+	f.Severity, f.Path, f.Pos = severity, policy.PathString(path...), e.p.Pos(path...)
+	e.findings = append(e.findings, f)
 }
 
 func (e *explainer) findingsAll() {
-	e.units()
 	e.serviceUnadmitted()
 	e.starvation()
 	e.preemptionRejected()
 	e.deadPreemption()
 	e.lockCapacity()
 	e.declaredPhysical()
-}
-
-// ---- units
-
-func (e *explainer) units() {
-	plain, suffixed := e.p.UnitsMixed()
-	if plain == nil {
-		return
-	}
-	minority, majority, how := suffixed, plain, "with the Mi suffix"
-	if len(plain) < len(suffixed) {
-		minority, majority, how = plain, suffixed, "as plain integers"
-	}
-	var names []string
-	for _, f := range minority {
-		names = append(names, policy.PathString(f.Path...))
-	}
-	e.add(RuleUnits, SeverityError, minority[0].Path,
-		"GPU-memory quantities mix two forms: %s written %s, %d others (e.g. %s) in the other form. A plain 1024 and \"1024Mi\" differ by a factor of 1,048,576 once they reach a Kubernetes quantity, so the rendered quotas and declarations would not mean what the policy says",
-		strings.Join(names, ", "), how, len(majority), policy.PathString(majority[0].Path...))
 }
 
 // ---- service-unadmitted
@@ -206,7 +108,7 @@ func (e *explainer) serviceUnadmitted() {
 		if a.never {
 			why = "asks more than its queue could ever hold"
 		}
-		e.add(RuleServiceUnadmitted, SeverityError, []string{"services", n},
+		e.add(RuleServiceUnadmitted, finding.Error, []string{"services", n},
 			"service %s (%s, queue %s) %s: short of %s (it asks %s). Kueue holds its pod, so it never comes up when %s",
 			n, s.Mode, s.Queue, why, strings.Join(sortedStrings(a.short), ", "), e.requestWords(s.Request),
 			strings.Join(dedupe(a.states), ", or when "))
@@ -335,9 +237,9 @@ func (e *explainer) starvationFinding(v variant, names string, pr policy.Priorit
 	} else {
 		b.WriteString("A time limit would not end the wait either: activeDeadlineSeconds only counts once the pod starts, and a pod Kueue holds never does. ")
 	}
-	sev := SeverityWarning
+	sev := finding.Warning
 	if always {
-		sev = SeverityError
+		sev = finding.Error
 		b.WriteString("Nothing ends the wait: no service state admits them")
 	} else {
 		b.WriteString(e.whatEndsTheWait(v, pr, st.mask))
@@ -465,7 +367,7 @@ func (e *explainer) preemptionRejected() {
 	for _, n := range e.p.QueueNames() {
 		pre := e.p.Queues[n].Preemption
 		if borrowWithinCohortEnabled(pre) && !policyEnabled(pre.ReclaimWithinCohort) {
-			e.add(RulePreemptionRejected, SeverityError, []string{"queues", n, "preemption"},
+			e.add(RulePreemptionRejected, finding.Error, []string{"queues", n, "preemption"},
 				"queue %s sets borrowWithinCohort %s with reclaimWithinCohort Never (the default). Kueue %s's ClusterQueue validation rejects that combination (\"reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never\", apis/kueue/v1beta2/clusterqueue_types.go), so the ClusterQueue is not accepted as written; and its scheduler only looks for victims in other queues through reclaimWithinCohort. Set reclaimWithinCohort (LowerPriority) or drop borrowWithinCohort",
 				n, pre.BorrowWithinCohort, KueueVersion)
 		}
@@ -503,12 +405,12 @@ func (e *explainer) lockCapacity() {
 		}
 		path := []string{"locks", l.Name, "size"}
 		if len(over) > 0 {
-			e.add(RuleLockCapacity, SeverityWarning, path,
+			e.add(RuleLockCapacity, finding.Warning, path,
 				"%s lock (%d) is larger than what %s admits of %s (%s). A step takes the lock before Kueue sees its pod, so %s, and any step behind them, a higher-priority one that could preempt included, waits at the lock, where Kueue's priorities do not apply",
 				l.Name, l.Size, v.t.Queue, v.name, strings.Join(over, "; "), holders(maxHeld, l))
 		}
 		if len(under) > 0 {
-			e.add(RuleLockCapacity, SeverityInfo, path,
+			e.add(RuleLockCapacity, finding.Info, path,
 				"%s lock (%d) admits fewer %s jobs than %s's quota would (%d while %s): %s of quota stays idle for these steps",
 				l.Name, l.Size, v.name, v.t.Queue, maxKueue, maxKueueState, jobsWorth(maxKueue-l.Size))
 		}
@@ -579,9 +481,9 @@ func (e *explainer) declaredPhysical() {
 		var b strings.Builder
 		fmt.Fprintf(&b, "GPU-memory declarations admitted at once on %s (%s) can add up to %s (the GPU-memory quotas: %s), against the card's %s physical. ",
 			card, cd.Model, amountWords(policy.GPUMemory, total), strings.Join(parts, ", "), policy.FormatAmount(policy.GPUMemory, cd.MemoryMiB))
-		sev := SeverityInfo
+		sev := finding.Info
 		if total > cd.MemoryMiB {
-			sev = SeverityWarning
+			sev = finding.Warning
 			fmt.Fprintf(&b, "The quotas admit %s more than the card holds, so the accounting cannot keep jobs inside it. ",
 				policy.FormatAmount(policy.GPUMemory, total-cd.MemoryMiB))
 		}
@@ -597,7 +499,7 @@ func (e *explainer) declaredPhysical() {
 func (e *explainer) maskIndex(c Capacity) int {
 	var mask uint32
 	for i, n := range e.onDemand {
-		if c.State[n] == "up" {
+		if c.State[n] == policy.ServiceUp {
 			mask |= e.bit(i)
 		}
 	}

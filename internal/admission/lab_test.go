@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/admission/admissiontest"
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
@@ -61,8 +62,8 @@ rows:
 	return admission.Capacity{}
 }
 
-func findings(r *admission.Report, rule string) []admission.Finding {
-	var out []admission.Finding
+func findings(r *admission.Report, rule string) []finding.Finding {
+	var out []finding.Finding
 	for _, f := range r.Findings {
 		if f.Rule == rule {
 			out = append(out, f)
@@ -71,7 +72,7 @@ func findings(r *admission.Report, rule string) []admission.Finding {
 	return out
 }
 
-func finding(t testing.TB, r *admission.Report, rule, path string) admission.Finding {
+func findingAt(t testing.TB, r *admission.Report, rule, path string) finding.Finding {
 	t.Helper()
 	for _, f := range r.Findings {
 		if f.Rule == rule && f.Path == path {
@@ -79,13 +80,13 @@ func finding(t testing.TB, r *admission.Report, rule, path string) admission.Fin
 		}
 	}
 	t.Fatalf("no %s finding at %s; findings:\n%s", rule, path, dumpFindings(r))
-	return admission.Finding{}
+	return finding.Finding{}
 }
 
 func dumpFindings(r *admission.Report) string {
 	var b strings.Builder
 	for _, f := range r.Findings {
-		b.WriteString(f.Severity + " " + f.Rule + " " + f.Path + ": " + f.Message + "\n")
+		b.WriteString(string(f.Severity) + " " + f.Rule + " " + f.Path + ": " + f.Message + "\n")
 	}
 	return b.String()
 }
@@ -187,8 +188,8 @@ func TestLab(t *testing.T) {
 	})
 
 	t.Run("dead preemption: a waking 7B does not evict batch jobs", func(t *testing.T) {
-		f := finding(t, r, "dead-preemption", `queues."gpu-large-model".preemption.borrowWithinCohort`)
-		if f.Severity != admission.SeverityError {
+		f := findingAt(t, r, "dead-preemption", `queues."gpu-large-model".preemption.borrowWithinCohort`)
+		if f.Severity != finding.Error {
 			t.Errorf("severity %s, want error", f.Severity)
 		}
 		mustContain(t, "dead-preemption", f.Message, "10171", "above their nominal quota", "gpu-general",
@@ -213,13 +214,13 @@ func TestLab(t *testing.T) {
 		q := p.Queues["gpu-large-model"]
 		q.Preemption.ReclaimWithinCohort = "Never"
 		p.Queues["gpu-large-model"] = q
-		f := finding(t, explain(t, p), "preemption-rejected", `queues."gpu-large-model".preemption`)
+		f := findingAt(t, explain(t, p), "preemption-rejected", `queues."gpu-large-model".preemption`)
 		mustContain(t, "preemption-rejected", f.Message, "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
 	})
 
 	t.Run("batch starves while the 7B is up", func(t *testing.T) {
-		f := finding(t, r, "starvation", "priorities.batch")
-		if f.Severity != admission.SeverityWarning {
+		f := findingAt(t, r, "starvation", "priorities.batch")
+		if f.Severity != finding.Warning {
 			t.Errorf("severity %s, want warning (the wait ends when the 7B scales down)", f.Severity)
 		}
 		mustContain(t, "starvation", f.Message, "while qwen2-5-7b is up", "404 MiB", "1,024 MiB",
@@ -233,16 +234,16 @@ func TestLab(t *testing.T) {
 	})
 
 	t.Run("declared against physical", func(t *testing.T) {
-		f := finding(t, r, "declared-physical", `cards."rtx-5060-ti".memoryMiB`)
-		if f.Severity != admission.SeverityInfo {
+		f := findingAt(t, r, "declared-physical", `cards."rtx-5060-ti".memoryMiB`)
+		if f.Severity != finding.Info {
 			t.Errorf("severity %s, want info: the quotas never exceed the card", f.Severity)
 		}
 		mustContain(t, "declared-physical", f.Message, "16,311 MiB", "isolates none", "not a limit")
 	})
 
 	t.Run("locks", func(t *testing.T) {
-		f := finding(t, r, "lock-capacity", "locks.main.size")
-		if f.Severity != admission.SeverityWarning {
+		f := findingAt(t, r, "lock-capacity", "locks.main.size")
+		if f.Severity != finding.Warning {
 			t.Errorf("main lock severity %s, want warning", f.Severity)
 		}
 		mustContain(t, "lock-capacity", f.Message, "all 4 of the main lock's slots", "batch")

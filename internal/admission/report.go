@@ -1,30 +1,37 @@
 package admission
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gpupolicy/gpupolicy/internal/finding"
+	"github.com/gpupolicy/gpupolicy/internal/output"
+	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
+
+// Formats are the formats explain prints.
+var Formats = output.All
+
+// Write writes the report in a format (output.Writer): text, json (the
+// contract), yaml (the same document) or markdown.
+func (r *Report) Write(w io.Writer, f output.Format) error {
+	return output.Write(w, f, r, r.WriteText, r.WriteMarkdown)
+}
 
 // WriteJSON writes the report as the JSON contract (README: explain -o json), indented,
 // with a trailing newline. Map keys are sorted, rows and findings are in
 // Explain's deterministic order, so equal policies give equal bytes.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
-}
+func (r *Report) WriteJSON(w io.Writer) error { return output.WriteJSON(w, r) }
 
 // short resource labels for the tables.
 func shortRes(res string) string {
-	switch res {
-	case "nvidia.com/gpu":
+	switch {
+	case policy.IsSharesResource(res):
 		return "shares"
-	case "memory":
+	case res == policy.ResourceHostMemory:
 		return "memory"
 	}
 	if i := strings.LastIndex(res, "/"); i >= 0 {
@@ -52,7 +59,7 @@ func (r *Report) stateCells(c Capacity) []string {
 	}
 	var up []string
 	for _, n := range r.OnDemand {
-		if c.State[n] == "up" {
+		if c.State[n] == policy.ServiceUp {
 			up = append(up, n)
 		}
 	}
@@ -102,14 +109,14 @@ func (r *Report) cells(c Capacity) (atOnce, quota, lock, left, preempt string) {
 // gpu-memory=8508Mi".
 func marginWords(m map[string]string) string {
 	var parts []string
-	for _, res := range []string{"nvidia.com/gpu", "memory"} {
+	for _, res := range []string{policy.SharesResourceName(false), policy.SharesResourceName(true), policy.ResourceHostMemory} {
 		if v, ok := m[res]; ok {
 			parts = append(parts, shortRes(res)+"="+v)
 		}
 	}
 	var rest []string
 	for res := range m {
-		if res != "nvidia.com/gpu" && res != "memory" {
+		if !policy.IsSharesResource(res) && res != policy.ResourceHostMemory {
 			rest = append(rest, res)
 		}
 	}
@@ -138,7 +145,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nFindings: %d error(s), %d warning(s), %d info\n", r.Count(SeverityError), r.Count(SeverityWarning), r.Count(SeverityInfo))
+	fmt.Fprintf(w, "\nFindings: %d error(s), %d warning(s), %d info\n", r.Count(finding.Error), r.Count(finding.Warning), r.Count(finding.Info))
 	for _, f := range r.Findings {
 		where := f.Path
 		if f.Pos != "" {
@@ -157,7 +164,7 @@ func (r *Report) WriteText(w io.Writer) error {
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "### gpupolicy explain: `%s`\n\n", r.Policy)
 	fmt.Fprintf(w, "GPU jobs admitted at once, per template, priority and service state (%s, Argo locks in front). ", r.Model)
-	fmt.Fprintf(w, "**%d error(s), %d warning(s), %d info.**\n\n", r.Count(SeverityError), r.Count(SeverityWarning), r.Count(SeverityInfo))
+	fmt.Fprintf(w, "**%d error(s), %d warning(s), %d info.**\n\n", r.Count(finding.Error), r.Count(finding.Warning), r.Count(finding.Info))
 	head := []string{"template", "queue", "priority"}
 	head = append(head, r.stateHeaders()...)
 	head = append(head, "at once", "quota admits (binding)", "lock", "left", "with preemption")

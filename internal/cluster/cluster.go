@@ -40,16 +40,21 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 )
 
 // Names and resources of the simulated lab.
 const (
 	// DefaultNodeName is the fake GPU node KWOK manages.
 	DefaultNodeName = "gpu-node-0"
-	// ResourceGPU is one time-slicing share of the card.
-	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
-	// ResourceGPUMemory is the GPU-memory declaration extended resource.
-	ResourceGPUMemory corev1.ResourceName = "gpupolicy.dev/gpu-memory"
+	// ResourceGPU is one time-slicing share of the card
+	// (policy.ResourceShares, as the device plugin advertises it).
+	ResourceGPU corev1.ResourceName = policy.ResourceShares
+	// ResourceGPUMemory is the GPU-memory declaration extended resource
+	// (render's contract.DefaultDeclarationResource).
+	ResourceGPUMemory corev1.ResourceName = contract.DefaultDeclarationResource
 	// AnnotationRunSeconds on a pod makes the simulated node run it for that
 	// many seconds (a number, or a Go duration such as "1m30s") before it
 	// exits.

@@ -30,6 +30,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/gpupolicy/gpupolicy/render/contract"
 )
 
 //go:embed assets/kwok-stages.yaml
@@ -39,7 +41,6 @@ var (
 	gvrCRD        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	gvrMutating   = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
 	gvrValidating = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
-	gvrFlavor     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "resourceflavors"}
 )
 
 // component identities: each gets its own client certificate.
@@ -680,7 +681,7 @@ func (c *Cluster) kueueWebhookAnswers(ctx context.Context) (bool, error) {
 		"kind":       "ResourceFlavor",
 		"metadata":   map[string]any{"name": "lab-cluster-webhook-probe"},
 	}}
-	out, err := c.dyn.Resource(gvrFlavor).Create(ctx, rf, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	out, err := c.dyn.Resource(contract.GVRResourceFlavor).Create(ctx, rf, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
 		return false, err
 	}

@@ -28,8 +28,14 @@ func Header(env string) string {
 // them, every file starting with Header. The build runs in-process on an
 // in-memory filesystem: base under /env/base, the environment's files under
 // /env; nothing is read from or written to disk, and kustomize plugins,
-// exec functions and Helm are off.
+// exec functions and Helm are off. Loading is restricted to the root, and
+// remote loading is off: an overlay that names a git repository or a URL
+// is refused before kustomize runs (checkLocal), so the build never clones
+// or fetches anything.
 func (e *Environment) Build(base map[string][]byte) (map[string][]byte, error) {
+	if err := e.checkLocal(); err != nil {
+		return nil, err
+	}
 	fs := filesys.MakeFsInMemory()
 	const root = "/env"
 	if err := fs.MkdirAll(root + "/" + BaseName); err != nil {

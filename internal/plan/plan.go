@@ -14,6 +14,7 @@ import (
 	"github.com/gpupolicy/gpupolicy/drift"
 	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/environment"
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render"
@@ -52,9 +53,9 @@ type Report struct {
 	// FindingsCleared the base's findings the head no longer has;
 	// FindingsChanged the head's findings whose rule, field and severity
 	// the base had with another message (a number in it changed).
-	FindingsAdded   []admission.Finding `json:"findingsAdded"`
-	FindingsCleared []admission.Finding `json:"findingsCleared"`
-	FindingsChanged []admission.Finding `json:"findingsChanged"`
+	FindingsAdded   []finding.Finding `json:"findingsAdded"`
+	FindingsCleared []finding.Finding `json:"findingsCleared"`
+	FindingsChanged []finding.Finding `json:"findingsChanged"`
 	// Render is every difference between the two renders.
 	Render []drift.Difference `json:"render"`
 }
@@ -66,7 +67,7 @@ func (r *Report) Changed() bool { return len(r.Render) > 0 }
 func (r *Report) NewErrors() int {
 	n := 0
 	for _, f := range r.FindingsAdded {
-		if f.Severity == admission.SeverityError {
+		if f.Severity == finding.Error {
 			n++
 		}
 	}
@@ -190,17 +191,6 @@ func load(repo *gitrepo.Repo, c gitrepo.Commit, dir string) (*side, error) {
 
 type rowKey struct{ template, priority, state string }
 
-func stateLabel(onDemand []string, state map[string]string) string {
-	if len(onDemand) == 0 {
-		return "always"
-	}
-	parts := make([]string, len(onDemand))
-	for i, n := range onDemand {
-		parts[i] = n + " " + state[n]
-	}
-	return strings.Join(parts, ", ")
-}
-
 func outcome(c admission.Capacity) *Outcome {
 	o := &Outcome{Admitted: c.Admitted, QuotaAdmits: c.QuotaAdmits}
 	switch {
@@ -226,7 +216,7 @@ func compareCapacity(base, head *admission.Report) []CapacityChange {
 		m := map[rowKey]*Outcome{}
 		var order []rowKey
 		for _, c := range r.Capacity {
-			k := rowKey{c.Template, c.Priority, stateLabel(r.OnDemand, c.State)}
+			k := rowKey{c.Template, c.Priority, policy.StateLabel(c.State)}
 			if _, dup := m[k]; !dup {
 				order = append(order, k)
 			}
@@ -255,12 +245,12 @@ func compareCapacity(base, head *admission.Report) []CapacityChange {
 // compareFindings sorts the findings into those only the head has, those
 // only the base has, and the head's that the base had (same rule, field and
 // severity) with another message.
-func compareFindings(base, head []admission.Finding) (added, cleared, changed []admission.Finding) {
-	full := func(f admission.Finding) string {
-		return f.Rule + "\x00" + f.Path + "\x00" + f.Severity + "\x00" + f.Message
+func compareFindings(base, head []finding.Finding) (added, cleared, changed []finding.Finding) {
+	full := func(f finding.Finding) string {
+		return f.Rule + "\x00" + f.Path + "\x00" + string(f.Severity) + "\x00" + f.Message
 	}
-	short := func(f admission.Finding) string { return f.Rule + "\x00" + f.Path + "\x00" + f.Severity }
-	count := func(fs []admission.Finding, key func(admission.Finding) string) map[string]int {
+	short := func(f finding.Finding) string { return f.Rule + "\x00" + f.Path + "\x00" + string(f.Severity) }
+	count := func(fs []finding.Finding, key func(finding.Finding) string) map[string]int {
 		m := map[string]int{}
 		for _, f := range fs {
 			m[key(f)]++
@@ -269,7 +259,7 @@ func compareFindings(base, head []admission.Finding) (added, cleared, changed []
 	}
 	bFull, hFull := count(base, full), count(head, full)
 	// What differs, by message.
-	var bOnly, hOnly []admission.Finding
+	var bOnly, hOnly []finding.Finding
 	for _, f := range head {
 		if bFull[full(f)] == 0 {
 			hOnly = append(hOnly, f)

@@ -1,53 +1,47 @@
 package plan
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/gpupolicy/gpupolicy/drift"
-	"github.com/gpupolicy/gpupolicy/internal/admission"
+	"github.com/gpupolicy/gpupolicy/internal/finding"
+	"github.com/gpupolicy/gpupolicy/internal/output"
 )
 
-// Formats are the report formats.
-var Formats = []string{"markdown", "json", "text"}
+// Formats are the formats plan prints, markdown (a pull-request comment,
+// the default) first.
+var Formats = []output.Format{output.Markdown, output.JSON, output.YAML, output.Text}
 
-// Write prints the report: markdown (a pull-request comment), json or text.
-func (r *Report) Write(w io.Writer, format string) error {
-	switch format {
-	case "markdown", "md", "":
-		return r.Markdown(w)
-	case "json":
-		return r.JSON(w)
-	case "text":
-		return r.Text(w)
-	}
-	return fmt.Errorf("unknown output format %q (markdown, json or text)", format)
+// Write prints the report in a format (output.Writer): markdown, json, yaml
+// (the same document) or text.
+func (r *Report) Write(w io.Writer, f output.Format) error {
+	return output.Write(w, f, r.document(), r.Text, r.Markdown)
 }
 
 // JSON prints the report as indented JSON; lists are [] rather than null.
-func (r *Report) JSON(w io.Writer) error {
+func (r *Report) JSON(w io.Writer) error { return output.WriteJSON(w, r.document()) }
+
+// document is the report with its lists never null.
+func (r *Report) document() *Report {
 	out := *r
 	if out.Admission == nil {
 		out.Admission = []CapacityChange{}
 	}
 	if out.FindingsAdded == nil {
-		out.FindingsAdded = []admission.Finding{}
+		out.FindingsAdded = []finding.Finding{}
 	}
 	if out.FindingsCleared == nil {
-		out.FindingsCleared = []admission.Finding{}
+		out.FindingsCleared = []finding.Finding{}
 	}
 	if out.FindingsChanged == nil {
-		out.FindingsChanged = []admission.Finding{}
+		out.FindingsChanged = []finding.Finding{}
 	}
 	if out.Render == nil {
 		out.Render = []drift.Difference{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	return &out
 }
 
 func (r *Report) baseWords() string {
@@ -100,7 +94,7 @@ func bound(o *Outcome) string {
 	return o.Bound
 }
 
-func writeFindingsText(w io.Writer, title string, fs []admission.Finding) {
+func writeFindingsText(w io.Writer, title string, fs []finding.Finding) {
 	if len(fs) == 0 {
 		return
 	}
@@ -145,7 +139,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	return nil
 }
 
-func writeFindingsMarkdown(w io.Writer, title string, fs []admission.Finding) {
+func writeFindingsMarkdown(w io.Writer, title string, fs []finding.Finding) {
 	if len(fs) == 0 {
 		return
 	}

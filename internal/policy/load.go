@@ -16,6 +16,7 @@ import (
 	"cuelang.org/go/cue/load"
 	"cuelang.org/go/cue/token"
 
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/schema"
 )
 
@@ -23,7 +24,7 @@ import (
 // subdirectories), checks it against the embedded schema and the rules of
 // this package, and returns the typed model.
 //
-// Errors: a Diagnostics (every schema or rule violation, with positions
+// Errors: a finding.List (every schema or rule violation, with positions
 // relative to the current directory) for a bad policy; any other error for
 // I/O problems. Both are input errors (exit 2).
 func Load(dir string) (*Policy, error) {
@@ -67,7 +68,7 @@ func displayRelative(dir string) func(string) string {
 // (e.g. "a1b2c3d:policies/lab/queues.cue").
 func LoadFiles(files map[string][]byte, display func(name string) string) (*Policy, error) {
 	if len(files) == 0 {
-		return nil, Diagnostics{{Rule: "schema", Message: "no .cue files in the policy directory"}}
+		return nil, finding.List{RuleSchema.New("no .cue files in the policy directory")}
 	}
 	fsys := fstest.MapFS{
 		"cue.mod/module.cue": {Data: []byte(schema.ModuleFile)},
@@ -99,22 +100,22 @@ func LoadFiles(files map[string][]byte, display func(name string) string) (*Poli
 	var vals []cue.Value
 	for _, inst := range insts {
 		if inst.Err != nil {
-			return nil, fromCUE(inst.Err, "syntax")
+			return nil, fromCUE(inst.Err, RuleSyntax)
 		}
 		v := ctx.BuildInstance(inst)
 		if err := v.Err(); err != nil {
-			return nil, fromCUE(err, "schema")
+			return nil, fromCUE(err, RuleSchema)
 		}
 		vals = append(vals, v)
 	}
 	def := vals[1].LookupPath(cue.ParsePath("#Policy"))
 	v := vals[0].Unify(def)
 	if err := v.Validate(cue.Concrete(true), cue.Final()); err != nil {
-		return nil, fromCUE(err, "schema")
+		return nil, fromCUE(err, RuleSchema)
 	}
 	raw, err := v.MarshalJSON()
 	if err != nil {
-		return nil, fromCUE(err, "schema")
+		return nil, fromCUE(err, RuleSchema)
 	}
 	var w wirePolicy
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
@@ -130,12 +131,12 @@ func LoadFiles(files map[string][]byte, display func(name string) string) (*Poli
 	return p, nil
 }
 
-// fromCUE converts CUE errors to Diagnostics, one per error, each with the
+// fromCUE converts CUE errors to findings, one per error, each with the
 // position of the policy value that failed and the constraint it failed.
-// rule is "syntax" for errors loading and parsing the files, "schema" for a
-// failed constraint.
-func fromCUE(err error, rule string) Diagnostics {
-	var ds Diagnostics
+// rule is RuleSyntax for errors loading and parsing the files, RuleSchema
+// for a failed constraint.
+func fromCUE(err error, rule finding.Rule) finding.List {
+	var ds finding.List
 	seen := map[string]bool{}
 	for _, e := range cueerrors.Errors(err) {
 		pos := e.Position()
@@ -154,7 +155,8 @@ func fromCUE(err error, rule string) Diagnostics {
 		if ps := schemaPositions(e); ps != "" {
 			msg += " (constraint at " + ps + ")"
 		}
-		d := Diagnostic{Pos: formatPos(pos), Rule: rule, Message: msg}
+		d := rule.New(msg)
+		d.Path, d.Pos = strings.Join(e.Path(), "."), formatPos(pos)
 		if seen[d.String()] {
 			continue
 		}
@@ -162,10 +164,10 @@ func fromCUE(err error, rule string) Diagnostics {
 		ds = append(ds, d)
 	}
 	if len(ds) == 0 {
-		ds = Diagnostics{{Rule: rule, Message: err.Error()}}
+		ds = finding.List{rule.New(err.Error())}
 	}
 	ds = dropDisjunctionNoise(ds)
-	ds.sort()
+	ds.SortByPos()
 	return ds
 }
 
@@ -174,14 +176,14 @@ func fromCUE(err error, rule string) Diagnostics {
 // default, when a more telling error at the same position remains: for
 // shares: 0 against *1 | int & >=1 the user needs "out of bound >=1", not
 // "conflicting values 1 and 0".
-func dropDisjunctionNoise(ds Diagnostics) Diagnostics {
+func dropDisjunctionNoise(ds finding.List) finding.List {
 	byPos := map[string]int{}
 	for _, d := range ds {
 		if !isDisjunctionNoise(d.Message) {
 			byPos[d.Pos]++
 		}
 	}
-	var out Diagnostics
+	var out finding.List
 	for _, d := range ds {
 		if isDisjunctionNoise(d.Message) && (d.Pos == "" || byPos[d.Pos] > 0) {
 			continue

@@ -16,7 +16,10 @@ import (
 // GPU-memory declaration resource is named by the policy
 // (Policy.DeclarationResource).
 const (
-	// ResourceShares is the device plugin's time-sliced GPU resource.
+	// ResourceShares is the device plugin's GPU resource, the one its
+	// time-slicing config splits into shares. Nodes advertise the shares
+	// under SharesResourceName, which is this name unless the device plugin
+	// renames shared resources.
 	ResourceShares = "nvidia.com/gpu"
 	// ResourceHostMemory is node memory.
 	ResourceHostMemory = "memory"
@@ -81,7 +84,7 @@ type Policy struct {
 	DevicePlugin DevicePlugin
 
 	// GPUMemoryForms records how each GPU-memory quantity was written
-	// (plain integer or Mi suffix), for the units rule.
+	// (plain integer or Mi suffix), for the units-mixed rule.
 	GPUMemoryForms []QuantityForm
 
 	src source
@@ -323,11 +326,13 @@ func (p *Policy) JobNamespaces() []string {
 	return sortedKeys(set)
 }
 
-// Resource returns the Kubernetes resource name of a kind.
+// Resource returns the Kubernetes resource name of a kind, as the node
+// advertises it and every quota and request must name it: the shares
+// resource (SharesResource), memory, or the declaration resource.
 func (p *Policy) Resource(k Kind) string {
 	switch k {
 	case Shares:
-		return ResourceShares
+		return p.SharesResource()
 	case HostMemory:
 		return ResourceHostMemory
 	default:

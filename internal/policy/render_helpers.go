@@ -1,15 +1,28 @@
 package policy
 
 // SharesResource is the resource name under which the device plugin
-// advertises the card's time-slicing shares: nvidia.com/gpu, or
-// nvidia.com/gpu.shared when the device plugin renames shared resources
-// (devicePlugin.renameByDefault). Quotas and requests must use this name, or
-// nothing on the node satisfies them.
+// advertises the card's time-slicing shares (SharesResourceName of
+// devicePlugin.renameByDefault). Quotas, requests and explain's margins all
+// use this name, or nothing on the node satisfies them.
 func (p *Policy) SharesResource() string {
-	if p.DevicePlugin.RenameByDefault {
+	return SharesResourceName(p.DevicePlugin.RenameByDefault)
+}
+
+// SharesResourceName is the resource a node advertises the shares under:
+// nvidia.com/gpu, or nvidia.com/gpu.shared when the device plugin renames
+// shared resources (renameByDefault).
+func SharesResourceName(renameByDefault bool) string {
+	if renameByDefault {
 		return ResourceShares + ".shared"
 	}
 	return ResourceShares
+}
+
+// IsSharesResource reports whether a resource name, read from a manifest
+// without its policy, carries shares: nvidia.com/gpu with or without
+// renameByDefault.
+func IsSharesResource(name string) bool {
+	return name == SharesResourceName(false) || name == SharesResourceName(true)
 }
 
 // Namespaces returns every namespace the policy puts something in, sorted:

@@ -2,60 +2,60 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 )
 
-// Rule is a semantic rule beyond the CUE schema: a stable ID and a one-line
-// reason in the lab's words.
-type Rule struct {
-	ID     string
-	Reason string
+// vetRule registers a rule Check applies: vet refuses a policy that breaks
+// it (every vet rule is an error).
+func vetRule(id, reason string) finding.Rule {
+	return finding.Register(finding.Rule{ID: id, Verb: finding.Vet, Severity: finding.Error, Reason: reason})
 }
 
-// The rules Check applies. IDs are stable: reports and suppressions name them.
+// The rules Check applies, and the CUE ones Load reports. IDs are stable:
+// reports and suppressions name them. gpupolicy vet --help lists them from
+// the registry (internal/finding).
 var (
-	RuleUnknownReference = Rule{"unknown-reference",
-		"a name must refer to a card, queue, priority or lock the policy defines"}
-	RuleDefaultPriority = Rule{"default-priority",
-		"exactly one priority is the default, the one a GPU step gets when it names none"}
-	RuleDuplicatePriority = Rule{"duplicate-priority-value",
-		"two rungs with one value are one rung: Kueue cannot order them"}
-	RuleLimitWithoutCohort = Rule{"limit-without-cohort",
-		"borrowingLimit and lendingLimit only mean something inside a cohort (Kueue rejects them without cohortName)"}
-	RuleLendingOverNominal = Rule{"lending-over-nominal",
-		"a queue cannot lend more than its nominalQuota (Kueue validation)"}
-	RuleLockCycle = Rule{"lock-order-cycle",
-		"a cycle in the lock order lets two jobs each hold the lock the other waits for"}
-	RuleLockOrder = Rule{"lock-order",
-		"a template takes its locks in the policy's acquisition order (the cache lock before the main lock)"}
-	RuleSharesOverCard = Rule{"shares-over-card",
-		"a pod that asks more shares than the card has can never be scheduled"}
-	RuleUnitsMixed = Rule{"units-mixed",
-		"GPU-memory quantities use one form: a plain 1024 and \"1024Mi\" differ by a factor of 1,048,576 once they reach Kubernetes"}
-	RuleQueueLacksFlavor = Rule{"queue-lacks-card",
-		"a template or service can only be admitted by a queue that has quota for its card"}
-	RuleNoLocalQueue = Rule{"no-local-queue",
-		"a template or service runs in a namespace where its queue has a LocalQueue"}
-	RuleDuplicateLock = Rule{"duplicate-lock",
-		"a template takes each lock once"}
-	RuleQuotaOverCard = Rule{"quota-over-card",
-		"the queues' nominal share quotas on a card add up to no more than the card's shares: a quota the card cannot back admits jobs that never schedule"}
-	RuleBorrowWithoutReclaim = Rule{"borrow-without-reclaim",
-		"Kueue rejects a ClusterQueue whose borrowWithinCohort preempts while reclaimWithinCohort is Never (CEL rule of ClusterQueuePreemption, v1beta2)"}
+	RuleSyntax = vetRule("syntax",
+		"a policy CUE cannot parse cannot be vetted, nor rendered")
+	RuleSchema = vetRule("schema",
+		"the policy follows the schema embedded in gpupolicy: the shapes and bounds every stage relies on")
+	RuleUnknownReference = vetRule("unknown-reference",
+		"a name must refer to a card, queue, priority or lock the policy defines")
+	RuleDefaultPriority = vetRule("default-priority",
+		"exactly one priority is the default, the one a GPU step gets when it names none")
+	RuleDuplicatePriority = vetRule("duplicate-priority-value",
+		"two rungs with one value are one rung: Kueue cannot order them")
+	RuleLimitWithoutCohort = vetRule("limit-without-cohort",
+		"borrowingLimit and lendingLimit only mean something inside a cohort (Kueue rejects them without cohortName)")
+	RuleLendingOverNominal = vetRule("lending-over-nominal",
+		"a queue cannot lend more than its nominalQuota (Kueue validation)")
+	RuleLockCycle = vetRule("lock-order-cycle",
+		"a cycle in the lock order lets two jobs each hold the lock the other waits for")
+	RuleLockOrder = vetRule("lock-order",
+		"a template takes its locks in the policy's acquisition order (the cache lock before the main lock)")
+	RuleSharesOverCard = vetRule("shares-over-card",
+		"a pod that asks more shares than the card has can never be scheduled")
+	RuleUnitsMixed = vetRule("units-mixed",
+		"GPU-memory quantities use one form: a plain 1024 and \"1024Mi\" differ by a factor of 1,048,576 once they reach Kubernetes")
+	RuleQueueLacksFlavor = vetRule("queue-lacks-card",
+		"a template or service can only be admitted by a queue that has quota for its card")
+	RuleNoLocalQueue = vetRule("no-local-queue",
+		"a template or service runs in a namespace where its queue has a LocalQueue")
+	RuleDuplicateLock = vetRule("duplicate-lock",
+		"a template takes each lock once")
+	RuleQuotaOverCard = vetRule("quota-over-card",
+		"the queues' nominal share quotas on a card add up to no more than the card's shares: a quota the card cannot back admits jobs that never schedule")
+	RuleBorrowWithoutReclaim = vetRule("borrow-without-reclaim",
+		"Kueue rejects a ClusterQueue whose borrowWithinCohort preempts while reclaimWithinCohort is Never (CEL rule of ClusterQueuePreemption, v1beta2)")
 )
-
-// Rules lists every rule Check applies, for --help and documentation.
-var Rules = []Rule{
-	RuleUnknownReference, RuleDefaultPriority, RuleDuplicatePriority,
-	RuleLimitWithoutCohort, RuleLendingOverNominal, RuleLockCycle, RuleLockOrder,
-	RuleDuplicateLock, RuleSharesOverCard, RuleUnitsMixed, RuleQueueLacksFlavor, RuleNoLocalQueue,
-	RuleBorrowWithoutReclaim, RuleQuotaOverCard,
-}
 
 // Check applies the semantic rules and returns every violation, sorted by
 // position. An empty result means the policy is consistent.
-func (p *Policy) Check() Diagnostics {
+func (p *Policy) Check() finding.List {
 	c := checker{p: p}
 	c.references()
 	c.priorities()
@@ -64,21 +64,19 @@ func (p *Policy) Check() Diagnostics {
 	c.locks()
 	c.shares()
 	c.units()
-	c.ds.sort()
+	c.ds.SortByPos()
 	return c.ds
 }
 
 type checker struct {
 	p  *Policy
-	ds Diagnostics
+	ds finding.List
 }
 
-func (c *checker) add(r Rule, path []string, format string, args ...any) {
-	c.ds = append(c.ds, Diagnostic{
-		Pos:     c.p.Pos(path...),
-		Rule:    r.ID,
-		Message: fmt.Sprintf(format, args...),
-	})
+func (c *checker) add(r finding.Rule, path []string, format string, args ...any) {
+	f := r.Newf(format, args...)
+	f.Path, f.Pos = PathString(path...), c.p.Pos(path...)
+	c.ds = append(c.ds, f)
 }
 
 func (c *checker) ref(kind string, name string, known bool, path ...string) bool {
@@ -112,14 +110,10 @@ func (c *checker) references() {
 			_, ok := p.Priorities[t.Priority]
 			c.ref("priority", t.Priority, ok, "templates", n, "priority")
 		}
-		for i, l := range t.Locks {
-			_, ok := p.Locks[l]
-			c.ref("lock", l, ok, "templates", n, "locks", fmt.Sprint(i))
-		}
-		if t.CacheFree != nil {
-			for i, l := range t.CacheFree.Locks {
+		for _, v := range VariantsOf(t) {
+			for i, l := range v.Locks {
 				_, ok := p.Locks[l]
-				c.ref("lock", l, ok, "templates", n, "cacheFree", "locks", fmt.Sprint(i))
+				c.ref("lock", l, ok, append(v.Path(), "locks", fmt.Sprint(i))...)
 			}
 		}
 		if okQ && okC {
@@ -325,12 +319,8 @@ func (c *checker) locks() {
 			}
 		}
 	}
-	for _, n := range p.TemplateNames() {
-		t := p.Templates[n]
-		check(t.Locks, "templates", n, "locks")
-		if t.CacheFree != nil {
-			check(t.CacheFree.Locks, "templates", n, "cacheFree", "locks")
-		}
+	for _, v := range p.Variants() {
+		check(v.Locks, append(v.Path(), "locks")...)
 	}
 }
 
@@ -384,6 +374,11 @@ func (p *Policy) UnitsMixed() (plain, suffixed []QuantityForm) {
 	if len(plain) == 0 || len(suffixed) == 0 {
 		return nil, nil
 	}
+	// GPUMemoryForms is gathered from maps: sort by path so that messages
+	// name the same example on every run.
+	byPath := func(a, b QuantityForm) int { return strings.Compare(PathString(a.Path...), PathString(b.Path...)) }
+	slices.SortStableFunc(plain, byPath)
+	slices.SortStableFunc(suffixed, byPath)
 	return plain, suffixed
 }
 

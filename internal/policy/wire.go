@@ -3,8 +3,6 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 )
 
 // The wire types mirror the CUE schema's JSON; model() turns them into the
@@ -117,7 +115,8 @@ type wireTemplate struct {
 	} `json:"cacheFree"`
 }
 
-// gpuMem is a GPU-memory quantity: a plain integer (MiB) or "NMi".
+// gpuMem is a GPU-memory quantity as the policy writes it: a plain integer
+// (MiB: the one place a plain integer is MiB) or "NMi" (parseGPUMemory).
 type gpuMem struct {
 	MiB      int64
 	Suffixed bool
@@ -126,21 +125,18 @@ type gpuMem struct {
 func (g *gpuMem) UnmarshalJSON(b []byte) error {
 	var n int64
 	if err := json.Unmarshal(b, &n); err == nil {
-		g.MiB, g.Suffixed = n, false
+		g.MiB, g.Suffixed = n, false // a plain integer in a policy is MiB
 		return nil
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("GPU memory must be an integer (MiB) or \"NMi\": %s", b)
 	}
-	if s == "0" {
-		return nil
+	mib, err := parseGPUMemory(s)
+	if err != nil {
+		return err
 	}
-	v, err := strconv.ParseInt(strings.TrimSuffix(s, "Mi"), 10, 64)
-	if err != nil || !strings.HasSuffix(s, "Mi") {
-		return fmt.Errorf("GPU memory %q is not \"NMi\"", s)
-	}
-	g.MiB, g.Suffixed = v, true
+	g.MiB, g.Suffixed = mib, s != "0"
 	return nil
 }
 
@@ -158,27 +154,6 @@ func (h *hostMem) UnmarshalJSON(b []byte) error {
 	}
 	h.MiB = mib
 	return nil
-}
-
-// ParseMiB parses "0", "NMi" or "NGi" into MiB.
-func ParseMiB(s string) (int64, error) {
-	mult := int64(1)
-	num := s
-	switch {
-	case s == "0":
-		return 0, nil
-	case strings.HasSuffix(s, "Gi"):
-		mult, num = 1024, strings.TrimSuffix(s, "Gi")
-	case strings.HasSuffix(s, "Mi"):
-		num = strings.TrimSuffix(s, "Mi")
-	default:
-		return 0, fmt.Errorf("memory quantity %q: want Mi or Gi", s)
-	}
-	v, err := strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("memory quantity %q: %v", s, err)
-	}
-	return v * mult, nil
 }
 
 func (w *wirePolicy) model() *Policy {

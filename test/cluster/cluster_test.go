@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpupolicy/gpupolicy/internal/cluster"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/test/clustertest"
 )
 
@@ -27,13 +27,6 @@ import (
 func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
 
 func labCluster(t *testing.T) *cluster.Cluster { return clustertest.Shared(t) }
-
-var (
-	gvrWorkload     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
-	gvrClusterQueue = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "clusterqueues"}
-	gvrFlavor       = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "resourceflavors"}
-	gvrWorkflow     = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflows"}
-)
 
 const labQueues = `
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -98,11 +91,11 @@ func TestKueueAdmitsFourBatchJobs(t *testing.T) {
 	t.Cleanup(func() {
 		bg := metav1.DeletePropagationBackground
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{PropagationPolicy: &bg})
-		_ = c.Dynamic().Resource(gvrClusterQueue).Delete(context.Background(), "gpu-general", metav1.DeleteOptions{})
-		_ = c.Dynamic().Resource(gvrFlavor).Delete(context.Background(), "rtx-5060-ti", metav1.DeleteOptions{})
+		_ = c.Dynamic().Resource(contract.GVRClusterQueue).Delete(context.Background(), "gpu-general", metav1.DeleteOptions{})
+		_ = c.Dynamic().Resource(contract.GVRResourceFlavor).Delete(context.Background(), "rtx-5060-ti", metav1.DeleteOptions{})
 	})
 	clustertest.WaitFor(t, ctx, "ClusterQueue gpu-general active", func(ctx context.Context) (bool, error) {
-		cq, err := c.Dynamic().Resource(gvrClusterQueue).Get(ctx, "gpu-general", metav1.GetOptions{})
+		cq, err := c.Dynamic().Resource(contract.GVRClusterQueue).Get(ctx, "gpu-general", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -199,7 +192,7 @@ func TestKueueAdmitsFourBatchJobs(t *testing.T) {
 // jobWorkloads returns the names of the Job workloads in ns that have
 // reserved quota and those that have not.
 func jobWorkloads(ctx context.Context, c *cluster.Cluster, ns string) (admitted, pending []string, err error) {
-	list, err := c.Dynamic().Resource(gvrWorkload).Namespace(ns).List(ctx, metav1.ListOptions{})
+	list, err := c.Dynamic().Resource(contract.GVRWorkload).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -269,14 +262,14 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	wf, err := c.Dynamic().Resource(gvrWorkflow).Namespace(ns).Create(ctx, objs[0], metav1.CreateOptions{})
+	wf, err := c.Dynamic().Resource(contract.GVRWorkflow).Namespace(ns).Create(ctx, objs[0], metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	name := wf.GetName()
 	var phase string
 	clustertest.WaitFor(t, ctx, "workflow "+name+" Succeeded", func(ctx context.Context) (bool, error) {
-		wf, err := c.Dynamic().Resource(gvrWorkflow).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		wf, err := c.Dynamic().Resource(contract.GVRWorkflow).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -287,7 +280,7 @@ spec:
 		}
 		return phase == "Succeeded", nil
 	})
-	wf, err = c.Dynamic().Resource(gvrWorkflow).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	wf, err = c.Dynamic().Resource(contract.GVRWorkflow).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,22 +11,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gpupolicy/gpupolicy/internal/cluster"
 	"github.com/gpupolicy/gpupolicy/internal/environment"
 	"github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
-	"github.com/gpupolicy/gpupolicy/render"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 )
 
 // Env is the environment the tests deploy: the local cluster's.
 const Env = "local"
-
-var gvrWorkload = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
 
 // Deploy applies the local environment's render of p (ordered and
 // server-side applied, as gpupolicy reconcile does) and waits until every
@@ -56,7 +52,7 @@ func Deploy(ctx context.Context, c *cluster.Cluster, p *policy.Policy) error {
 		objs = append(objs, more...)
 	}
 	rec := reconcile.Reconciler{Client: c.Dynamic(), Mapper: c.RESTMapper()}
-	if _, err := rec.Apply(ctx, objs, reconcile.Options{Owner: map[string]string{render.LabelManagedBy: render.ManagedBy, render.LabelPolicy: p.Name}}); err != nil {
+	if _, err := rec.Apply(ctx, objs, reconcile.Options{Owner: map[string]string{contract.LabelManagedBy: contract.ManagedBy, contract.LabelPolicy: p.Name}}); err != nil {
 		return err
 	}
 	for _, ns := range p.Namespaces() {
@@ -90,14 +86,13 @@ func StartService(ctx context.Context, c *cluster.Cluster, p *policy.Policy, nam
 		return fmt.Errorf("no service %q in the policy", name)
 	}
 	q := p.Queues[s.Queue]
-	rl := corev1.ResourceList{
-		corev1.ResourceName(p.SharesResource()):    *resource.NewQuantity(s.Request.Shares, resource.DecimalSI),
-		corev1.ResourceMemory:                      resource.MustParse(fmt.Sprintf("%dMi", s.Request.HostMemoryMiB)),
-		corev1.ResourceName(p.DeclarationResource): resource.MustParse(fmt.Sprintf("%dMi", s.Request.GPUMemoryMiB)),
+	rl := corev1.ResourceList{}
+	for _, k := range policy.Kinds {
+		rl[corev1.ResourceName(p.Resource(k))] = k.Quantity(s.Request.Get(k))
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: map[string]string{
-			render.LabelKueueQueue: q.LocalQueue, render.LabelKueuePriority: s.Priority, "app.kubernetes.io/name": name,
+			contract.LabelKueueQueue: q.LocalQueue, contract.LabelKueuePriority: s.Priority, "app.kubernetes.io/name": name,
 		}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: "lab.local/" + name + ":latest",
 			Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}}},
@@ -108,7 +103,7 @@ func StartService(ctx context.Context, c *cluster.Cluster, p *policy.Policy, nam
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	return Poll(ctx, "service "+name+" holding quota in "+s.Queue, func(ctx context.Context) (bool, error) {
-		l, err := c.Dynamic().Resource(gvrWorkload).Namespace(s.Namespace).List(ctx, metav1.ListOptions{})
+		l, err := c.Dynamic().Resource(contract.GVRWorkload).Namespace(s.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}

@@ -1,7 +1,8 @@
 // Package crosscheck_test checks the admission model against the real
 // Kueue v0.17 controller in the lab cluster (package cluster): for a few
-// policies, state by state, it creates the ResourceFlavors, ClusterQueues,
-// LocalQueues and WorkloadPriorityClasses, brings the services of the state
+// policies, state by state, it applies the ResourceFlavors, ClusterQueues,
+// LocalQueues and WorkloadPriorityClasses exactly as render ships them (the
+// rendered YAML of render.Render, never a copy), brings the services of the state
 // up as long-running Jobs, submits jobs of a template at a priority, and
 // compares how many Kueue admits, and whom it evicts, with
 // admission.Explain's prediction. It also checks the dead paths: a waking
@@ -10,7 +11,7 @@
 // It skips when the lab cluster's binaries are not built (`make
 // cluster-build`) or with -short. A full run takes several minutes:
 //
-//	go test ./admission/crosscheck -run CrossCheck -v -timeout 30m
+//	go test ./test/crosscheck -run CrossCheck -v -timeout 30m
 package crosscheck_test
 
 import (
@@ -24,32 +25,23 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpupolicy/gpupolicy/internal/admission"
 	. "github.com/gpupolicy/gpupolicy/internal/admission/admissiontest"
 	"github.com/gpupolicy/gpupolicy/internal/cluster"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/test/clustertest"
 )
 
 func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
 
 func labCluster(t *testing.T) *cluster.Cluster { return clustertest.Shared(t) }
-
-var (
-	gvrWorkload     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
-	gvrClusterQueue = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "clusterqueues"}
-	gvrLocalQueue   = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "localqueues"}
-	gvrFlavor       = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "resourceflavors"}
-	gvrPriority     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloadpriorityclasses"}
-)
 
 const labelCrossCheck = "gpupolicy.dev/crosscheck"
 
@@ -115,7 +107,7 @@ func TestCrossCheckCapacity(t *testing.T) {
 				if row.CacheFree || !row.Reachable {
 					continue // same quota as the base template; locks are Argo's
 				}
-				label := fmt.Sprintf("%s at %s, %s", row.Template, row.Priority, stateString(r.OnDemand, row.State))
+				label := fmt.Sprintf("%s at %s, %s", row.Template, row.Priority, policy.StateLabel(row.State))
 				t.Run(label, func(t *testing.T) { x.checkRow(t, r, row) })
 			}
 		})
@@ -220,31 +212,67 @@ func TestCrossCheckBorrowWithoutReclaimIsRejected(t *testing.T) {
 	if !found {
 		t.Fatal("the model does not report preemption-rejected on the lab")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	doc, err := yaml.Marshal(clusterQueue(p, p.Queues["gpu-large-model"]))
+	// Render refuses it (crdcheck runs the CRD's CEL rules in-process) ...
+	const rejected = "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"
+	if _, err := render.Render(p); err == nil || !strings.Contains(err.Error(), rejected) {
+		t.Errorf("render of gpu-large-model with reclaimWithinCohort Never: %v, want the CRD's %q", err, rejected)
+	}
+	// ... and so must the API server: the lab's gpu-large-model as render
+	// ships it, with only reclaimWithinCohort set to Never.
+	cq := shipped(t, Lab().Obj(), "ClusterQueue", "gpu-large-model")
+	if err := unstructured.SetNestedField(cq.Object, "Never", "spec", "preemption", "reclaimWithinCohort"); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := yaml.Marshal(cq.Object)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	_, err = c.Apply(ctx, doc)
 	if err == nil {
-		_ = c.Dynamic().Resource(gvrClusterQueue).Delete(context.Background(), "gpu-large-model", metav1.DeleteOptions{})
+		_ = c.Dynamic().Resource(contract.GVRClusterQueue).Delete(context.Background(), "gpu-large-model", metav1.DeleteOptions{})
 		t.Fatal("the API server accepted gpu-large-model with borrowWithinCohort and reclaimWithinCohort Never")
 	}
-	if !strings.Contains(err.Error(), "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never") {
+	if !strings.Contains(err.Error(), rejected) {
 		t.Errorf("rejected for another reason: %v", err)
 	}
 }
 
-func stateString(onDemand []string, st map[string]string) string {
-	if len(onDemand) == 0 {
-		return "no on-demand services"
+// kueueKinds are the objects of a render the cross-check applies.
+var kueueKinds = map[string]bool{"ResourceFlavor": true, "ClusterQueue": true, "LocalQueue": true, "WorkloadPriorityClass": true}
+
+// rendered returns the rendered YAML of p's Kueue objects, as render ships
+// them.
+func rendered(t *testing.T, p *policy.Policy) []byte {
+	t.Helper()
+	res, err := render.Render(p)
+	if err != nil {
+		t.Fatalf("rendering %s: %v", p.Name, err)
 	}
-	var parts []string
-	for _, n := range onDemand {
-		parts = append(parts, n+" "+st[n])
+	var docs []string
+	for _, o := range res.Objects {
+		if kueueKinds[o.Kind] {
+			docs = append(docs, string(res.Files[o.File]))
+		}
 	}
-	return strings.Join(parts, ", ")
+	return []byte(strings.Join(docs, "---\n"))
+}
+
+// shipped is one Kueue object of p as render ships it.
+func shipped(t *testing.T, p *policy.Policy, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	objs, err := cluster.DecodeYAML(rendered(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("render of %s has no %s %s", p.Name, kind, name)
+	return nil
 }
 
 func serviceWorkload(s *admission.Snapshot, p *policy.Policy, n string) *admission.Workload {
@@ -270,43 +298,17 @@ func newChecker(t *testing.T, c *cluster.Cluster, p *policy.Policy) *checker {
 			t.Fatal(err)
 		}
 	}
-	var docs []string
-	add := func(obj any) {
-		b, err := yaml.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, string(b))
-	}
-	for _, n := range p.CardNames() {
-		card := p.Cards[n]
-		add(&kueue.ResourceFlavor{TypeMeta: metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: "ResourceFlavor"},
-			ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: kueue.ResourceFlavorSpec{NodeLabels: card.NodeLabels}})
-	}
-	for _, pr := range p.Ladder() {
-		add(&kueue.WorkloadPriorityClass{TypeMeta: metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: "WorkloadPriorityClass"},
-			ObjectMeta: metav1.ObjectMeta{Name: pr.Name}, Value: pr.Value})
-	}
-	for _, n := range p.QueueNames() {
-		q := p.Queues[n]
-		add(clusterQueue(p, q))
-		for _, ns := range q.Namespaces {
-			add(&kueue.LocalQueue{TypeMeta: metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: "LocalQueue"},
-				ObjectMeta: metav1.ObjectMeta{Name: q.LocalQueue, Namespace: ns},
-				Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(q.Name)}})
-		}
-	}
-	if _, err := c.Apply(ctx, []byte(strings.Join(docs, "---\n"))); err != nil {
+	if _, err := c.Apply(ctx, rendered(t, p)); err != nil {
 		t.Fatalf("applying %s's Kueue objects: %v", p.Name, err)
 	}
 	t.Cleanup(func() { x.teardown(t) })
 	for _, n := range p.QueueNames() {
 		err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			cq, err := c.Dynamic().Resource(gvrClusterQueue).Get(ctx, n, metav1.GetOptions{})
+			cq, err := c.Dynamic().Resource(contract.GVRClusterQueue).Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
 			}
-			return conditionStatus(cq, "Active") == "True", nil
+			return clustertest.ConditionTrue(cq, "Active"), nil
 		})
 		if err != nil {
 			t.Fatalf("ClusterQueue %s never became active: %v", n, err)
@@ -322,21 +324,21 @@ func (x *checker) teardown(t *testing.T) {
 	dyn := x.c.Dynamic()
 	for _, n := range x.p.QueueNames() {
 		for _, ns := range x.p.Queues[n].Namespaces {
-			_ = dyn.Resource(gvrLocalQueue).Namespace(ns).Delete(ctx, x.p.Queues[n].LocalQueue, metav1.DeleteOptions{})
+			_ = dyn.Resource(contract.GVRLocalQueue).Namespace(ns).Delete(ctx, x.p.Queues[n].LocalQueue, metav1.DeleteOptions{})
 		}
-		_ = dyn.Resource(gvrClusterQueue).Delete(ctx, n, metav1.DeleteOptions{})
+		_ = dyn.Resource(contract.GVRClusterQueue).Delete(ctx, n, metav1.DeleteOptions{})
 	}
 	for _, n := range x.p.CardNames() {
-		_ = dyn.Resource(gvrFlavor).Delete(ctx, n, metav1.DeleteOptions{})
+		_ = dyn.Resource(contract.GVRResourceFlavor).Delete(ctx, n, metav1.DeleteOptions{})
 	}
 	for _, pr := range x.p.Ladder() {
-		_ = dyn.Resource(gvrPriority).Delete(ctx, pr.Name, metav1.DeleteOptions{})
+		_ = dyn.Resource(contract.GVRWorkloadPriorityClass).Delete(ctx, pr.Name, metav1.DeleteOptions{})
 	}
 	// ClusterQueues keep a finalizer until their workloads are gone; wait
 	// so the next policy can reuse the names.
 	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		for _, n := range x.p.QueueNames() {
-			if _, err := dyn.Resource(gvrClusterQueue).Get(ctx, n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := dyn.Resource(contract.GVRClusterQueue).Get(ctx, n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false, nil
 			}
 		}
@@ -344,74 +346,11 @@ func (x *checker) teardown(t *testing.T) {
 	})
 }
 
-// clusterQueue renders a ClusterQueue the way package render does: one
-// resource group (shares, memory, the declaration resource), quantities in
-// Kubernetes units, the preemption settings as written.
-func clusterQueue(p *policy.Policy, q policy.ClusterQueue) *kueue.ClusterQueue {
-	covered := []corev1.ResourceName{policy.ResourceShares, corev1.ResourceMemory, corev1.ResourceName(p.DeclarationResource)}
-	rg := kueue.ResourceGroup{CoveredResources: covered}
-	for _, card := range q.FlavorNames() {
-		f := q.Flavors[card]
-		fq := kueue.FlavorQuotas{Name: kueue.ResourceFlavorReference(card)}
-		for i, k := range policy.Kinds {
-			fq.Resources = append(fq.Resources, resourceQuota(covered[i], k, f.Get(k)))
-		}
-		rg.Flavors = append(rg.Flavors, fq)
-	}
-	pre := &kueue.ClusterQueuePreemption{
-		WithinClusterQueue:  kueue.PreemptionPolicy(orNever(q.Preemption.WithinClusterQueue)),
-		ReclaimWithinCohort: kueue.PreemptionPolicy(orNever(q.Preemption.ReclaimWithinCohort)),
-		BorrowWithinCohort:  &kueue.BorrowWithinCohort{Policy: kueue.BorrowWithinCohortPolicy(orNever(q.Preemption.BorrowWithinCohort))},
-	}
-	if th := q.Preemption.MaxPriorityThreshold; th != "" {
-		v := p.Priorities[th].Value
-		pre.BorrowWithinCohort.MaxPriorityThreshold = &v
-	}
-	return &kueue.ClusterQueue{
-		TypeMeta:   metav1.TypeMeta{APIVersion: kueue.GroupVersion.String(), Kind: "ClusterQueue"},
-		ObjectMeta: metav1.ObjectMeta{Name: q.Name},
-		Spec: kueue.ClusterQueueSpec{
-			CohortName:        kueue.CohortReference(q.Cohort),
-			NamespaceSelector: &metav1.LabelSelector{},
-			QueueingStrategy:  kueue.BestEffortFIFO,
-			ResourceGroups:    []kueue.ResourceGroup{rg},
-			Preemption:        pre,
-		},
-	}
-}
-
-func orNever(s string) string {
-	if s == "" {
-		return "Never"
-	}
-	return s
-}
-
-func quantity(k policy.Kind, v int64) resource.Quantity {
-	if k == policy.Shares {
-		return *resource.NewQuantity(v, resource.DecimalSI)
-	}
-	return *resource.NewQuantity(v*1024*1024, resource.BinarySI)
-}
-
-func resourceQuota(name corev1.ResourceName, k policy.Kind, q policy.Quota) kueue.ResourceQuota {
-	rq := kueue.ResourceQuota{Name: name, NominalQuota: quantity(k, q.Nominal)}
-	if q.BorrowingLimit != nil {
-		v := quantity(k, *q.BorrowingLimit)
-		rq.BorrowingLimit = &v
-	}
-	if q.LendingLimit != nil {
-		v := quantity(k, *q.LendingLimit)
-		rq.LendingLimit = &v
-	}
-	return rq
-}
-
 func (x *checker) requests(r policy.Request) corev1.ResourceRequirements {
 	rl := corev1.ResourceList{}
 	for _, k := range policy.Kinds {
 		if v := r.Get(k); v > 0 {
-			rl[corev1.ResourceName(x.p.Resource(k))] = quantity(k, v)
+			rl[corev1.ResourceName(x.p.Resource(k))] = k.Quantity(v)
 		}
 	}
 	return corev1.ResourceRequirements{Requests: rl, Limits: rl}
@@ -424,9 +363,9 @@ func (x *checker) job(ctx context.Context, t *testing.T, ns, name, localQueue, p
 	t.Helper()
 	j := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
-			"kueue.x-k8s.io/queue-name":     localQueue,
-			"kueue.x-k8s.io/priority-class": priority,
-			labelCrossCheck:                 "true",
+			contract.LabelKueueQueue:    localQueue,
+			contract.LabelKueuePriority: priority,
+			labelCrossCheck:             "true",
 		}},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr[int32](0),
@@ -438,7 +377,7 @@ func (x *checker) job(ctx context.Context, t *testing.T, ns, name, localQueue, p
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					NodeSelector:  x.p.Cards[card].NodeLabels,
-					Containers:    []corev1.Container{{Name: "main", Image: "lab.local/crosscheck:latest", Resources: x.requests(r)}},
+					Containers:    []corev1.Container{{Name: contract.MainContainer, Image: "lab.local/crosscheck:latest", Resources: x.requests(r)}},
 				},
 			},
 		},
@@ -466,7 +405,7 @@ func (x *checker) servicesUp(ctx context.Context, t *testing.T, state map[string
 		}
 	}
 	for _, n := range x.p.OnDemandServices() {
-		if state[n] == "up" {
+		if state[n] == policy.ServiceUp {
 			order = append(order, n)
 		}
 	}
@@ -497,7 +436,7 @@ type wlState struct {
 func (x *checker) workloads(ctx context.Context, t *testing.T) map[string]wlState {
 	out := map[string]wlState{}
 	for _, ns := range x.namespaces {
-		list, err := x.c.Dynamic().Resource(gvrWorkload).Namespace(ns).List(ctx, metav1.ListOptions{})
+		list, err := x.c.Dynamic().Resource(contract.GVRWorkload).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Logf("listing workloads in %s: %v", ns, err)
 			continue
@@ -512,9 +451,9 @@ func (x *checker) workloads(ctx context.Context, t *testing.T) map[string]wlStat
 			if owner == "" {
 				continue
 			}
-			st := wlState{admitted: conditionStatus(&wl, "Admitted") == "True"}
-			if conditionStatus(&wl, "Preempted") == "True" {
-				st.preempted = conditionReason(&wl, "Preempted")
+			st := wlState{admitted: clustertest.ConditionTrue(&wl, "Admitted")}
+			if status, reason := clustertest.Condition(&wl, "Preempted"); status == "True" {
+				st.preempted = reason
 			}
 			out[owner] = st
 		}
@@ -600,28 +539,4 @@ func (x *checker) checkRow(t *testing.T, r *admission.Report, row admission.Capa
 		t.Errorf("Kueue evicted %v, the model %v", evicted, wantEvicted)
 	}
 	t.Logf("Kueue and the model agree: %d admitted, evicted %v", want, evicted)
-}
-
-func conditionStatus(obj *unstructured.Unstructured, typ string) string {
-	s, _ := condition(obj, typ)
-	return s
-}
-
-func conditionReason(obj *unstructured.Unstructured, typ string) string {
-	_, r := condition(obj, typ)
-	return r
-}
-
-func condition(obj *unstructured.Unstructured, typ string) (status, reason string) {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if !ok || m["type"] != typ {
-			continue
-		}
-		s, _ := m["status"].(string)
-		r, _ := m["reason"].(string)
-		return s, r
-	}
-	return "", ""
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpupolicy/gpupolicy/drift"
@@ -22,18 +21,13 @@ import (
 	"github.com/gpupolicy/gpupolicy/internal/kube"
 	"github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/test/clustertest"
 )
 
 func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
 
-var (
-	gvrClusterQueue = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "clusterqueues"}
-	gvrPriority     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloadpriorityclasses"}
-	gvrWorkload     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
-)
-
-var owner = map[string]string{"app.kubernetes.io/managed-by": "gpupolicy", "gpupolicy.dev/environment": "local"}
+var owner = map[string]string{contract.LabelManagedBy: contract.ManagedBy, contract.LabelEnvironment: "local"}
 
 // localRender is environments/local rendered from the lab policy in the
 // working tree, as reconcile would apply it at a pin.
@@ -98,7 +92,7 @@ func TestReconcileAndLiveDrift(t *testing.T) {
 		if got := res.Count(reconcile.Created); got != len(desired) {
 			t.Errorf("dry run would create %d of %d objects", got, len(desired))
 		}
-		if _, err := admin.Dynamic.Resource(gvrClusterQueue).Get(ctx, "gpu-general", metav1.GetOptions{}); err == nil {
+		if _, err := admin.Dynamic.Resource(contract.GVRClusterQueue).Get(ctx, "gpu-general", metav1.GetOptions{}); err == nil {
 			t.Error("the dry run stored ClusterQueue gpu-general")
 		}
 	})
@@ -153,7 +147,7 @@ func TestReconcileAndLiveDrift(t *testing.T) {
 
 	t.Run("a hand edit of a ClusterQueue is reported as exactly that field", func(t *testing.T) {
 		patch := `[{"op":"replace","path":"/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota","value":4}]`
-		if _, err := admin.Dynamic.Resource(gvrClusterQueue).Patch(ctx, "gpu-general", types.JSONPatchType, []byte(patch),
+		if _, err := admin.Dynamic.Resource(contract.GVRClusterQueue).Patch(ctx, "gpu-general", types.JSONPatchType, []byte(patch),
 			metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +164,7 @@ func TestReconcileAndLiveDrift(t *testing.T) {
 			t.Error("no consequence for a quota change")
 		}
 		// Drift only read: the read-only identity could not have written.
-		if _, err := ro.Dynamic.Resource(gvrClusterQueue).Patch(ctx, "gpu-general", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err == nil {
+		if _, err := ro.Dynamic.Resource(contract.GVRClusterQueue).Patch(ctx, "gpu-general", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err == nil {
 			t.Error("the read-only identity could patch a ClusterQueue")
 		}
 	})
@@ -221,7 +215,7 @@ func TestReconcileStopsMidwayAndRerunCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &reconcile.Reconciler{Client: admin.Dynamic, Mapper: admin.Mapper}
-	labels := map[string]any{"app.kubernetes.io/managed-by": "gpupolicy", "gpupolicy.dev/environment": "midway"}
+	labels := map[string]any{contract.LabelManagedBy: contract.ManagedBy, contract.LabelEnvironment: "midway"}
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]any{"name": "midway", "labels": labels}}}
 	// Kueue's CEL rule: borrowingLimit must be nil when cohort is empty.
@@ -234,7 +228,7 @@ func TestReconcileStopsMidwayAndRerunCompletes(t *testing.T) {
 	lq := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
 		"metadata": map[string]any{"name": "midway", "namespace": "midway", "labels": labels},
 		"spec":     map[string]any{"clusterQueue": "midway-cq"}}}
-	own := map[string]string{"app.kubernetes.io/managed-by": "gpupolicy", "gpupolicy.dev/environment": "midway"}
+	own := map[string]string{contract.LabelManagedBy: contract.ManagedBy, contract.LabelEnvironment: "midway"}
 
 	res, err := r.Apply(ctx, []*unstructured.Unstructured{lq, bad, ns}, reconcile.Options{Owner: own})
 	if err == nil || !strings.Contains(err.Error(), "borrowingLimit must be nil when cohort is empty") {
@@ -290,7 +284,7 @@ func TestWorkloadCountedAtDefault(t *testing.T) {
 		one := int32(1)
 		return &batchv1.Job{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "experiments",
-				Labels: map[string]string{"kueue.x-k8s.io/queue-name": "gpu-general", "kueue.x-k8s.io/priority-class": "batch"}},
+				Labels: map[string]string{contract.LabelKueueQueue: "gpu-general", contract.LabelKueuePriority: "batch"}},
 			Spec: batchv1.JobSpec{
 				Parallelism: &one, Completions: &one, Suspend: ptrTo(true),
 				Template: corev1.PodTemplateSpec{

@@ -19,7 +19,9 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/gpupolicy/gpupolicy/internal/cluster"
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/test/clustertest"
 	"github.com/gpupolicy/gpupolicy/verify"
 )
@@ -45,7 +47,6 @@ func labUp(t *testing.T, ctx context.Context, lock int64) (*cluster.Cluster, *po
 	return c, p
 }
 
-
 // testLog adapts t.Logf to an io.Writer for the progress lines.
 type testLog struct{ t *testing.T }
 
@@ -69,7 +70,7 @@ func leftovers(t *testing.T, ctx context.Context, c *cluster.Cluster, runID stri
 	t.Helper()
 	sel := metav1.ListOptions{LabelSelector: verify.LabelRun + "=" + runID}
 	var out []string
-	wfs, err := c.Dynamic().Resource(verify.GVRWorkflow).Namespace("").List(ctx, sel)
+	wfs, err := c.Dynamic().Resource(contract.GVRWorkflow).Namespace("").List(ctx, sel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,10 +375,10 @@ func firstOwner(w *kueue.Workload) string {
 	return ""
 }
 
-func ids(fs []verify.Finding) []string {
+func ids(fs []finding.Finding) []string {
 	var out []string
 	for _, f := range fs {
-		out = append(out, f.ID)
+		out = append(out, f.Rule)
 	}
 	return out
 }

@@ -108,13 +108,6 @@ func (w *PolicyWrapper) Template(t *TemplateWrapper) *PolicyWrapper {
 	return w
 }
 
-// GPUMemoryForm records how a GPU-memory quantity was written (for the
-// units rule).
-func (w *PolicyWrapper) GPUMemoryForm(suffixed bool, mib int64, path ...string) *PolicyWrapper {
-	w.p.GPUMemoryForms = append(w.p.GPUMemoryForms, policy.QuantityForm{Path: path, MiB: mib, Suffixed: suffixed})
-	return w
-}
-
 // Obj returns the policy. Templates without a priority get the default.
 func (w *PolicyWrapper) Obj() *policy.Policy {
 	p := w.p

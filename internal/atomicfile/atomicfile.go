@@ -1,0 +1,230 @@
+// Package atomicfile writes files and directories atomically: the content
+// goes to a temporary sibling that is synced and then renamed (for a
+// directory, exchanged) into place, so a reader, or a failed or killed run,
+// sees either the previous content or the new one, never a mix.
+//
+// The temporaries are named after what they replace, ".NAME.tmp-N" (and
+// ".NAME.old-N" while a directory is moved aside where the platform has no
+// atomic exchange), so that the next write of NAME can find and remove what
+// a killed one left (RemoveStale) without touching anything else.
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// WriteFile replaces the file at path with data through a temporary
+// sibling, synced, then renamed over it. An existing file keeps its
+// permission bits; a new one gets perm. On failure path is unchanged and no
+// temporary is left. Temporaries an earlier, killed write left beside path
+// are removed first.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	if fi, err := os.Stat(path); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	if err := RemoveStale(path); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), tempPrefix(path))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := writeSynced(tmp, data, perm); err != nil {
+		return err
+	}
+	if err := rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func writeSynced(f *os.File, data []byte, perm os.FileMode) error {
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ReplaceDir replaces dir with a directory (mode 0755) holding exactly
+// files (mode 0644), creating dir's parents when needed. File names must be
+// plain base names. The new directory is written beside dir and swapped in
+// with one rename (on Linux an atomic exchange, so dir always exists); on
+// any failure dir is untouched and no temporary directory is left.
+// Temporaries an earlier, killed ReplaceDir of dir left are removed first.
+func ReplaceDir(dir string, files map[string][]byte) error {
+	if dir == "" {
+		return errors.New("no directory")
+	}
+	dir = filepath.Clean(dir)
+	names := make([]string, 0, len(files))
+	for name := range files {
+		if name == "" || name == "." || name == ".." || name != filepath.Base(name) || strings.ContainsAny(name, `/\`) {
+			return fmt.Errorf("%q is not a plain file name", name)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+
+	info, err := os.Lstat(dir)
+	exists := err == nil
+	switch {
+	case err != nil && !os.IsNotExist(err):
+		return err
+	case exists && !info.IsDir():
+		return fmt.Errorf("%s exists and is not a directory", dir)
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	if err := RemoveStale(dir); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, tempPrefix(dir))
+	if err != nil {
+		return err
+	}
+	// After a swap tmp holds the previous directory; after a failure, the
+	// partial new one. Either way it goes.
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := writeFile(filepath.Join(tmp, name), files[name]); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	if exists {
+		err = swap(tmp, dir)
+	} else {
+		err = rename(tmp, dir)
+	}
+	if err != nil {
+		return fmt.Errorf("replacing %s: %w", dir, err)
+	}
+	if err := syncDir(parent); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("wrote %s, but could not remove the previous content in %s: %w", dir, tmp, err)
+	}
+	return nil
+}
+
+// tempPrefix is the os.CreateTemp / os.MkdirTemp pattern of path's
+// temporaries: ".NAME.tmp-" and a number.
+func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-" }
+
+// oldPrefix names where swapDirs moves a directory aside.
+func oldPrefix(path string) string { return "." + filepath.Base(path) + ".old-" }
+
+// RemoveStale removes the temporaries that a killed WriteFile or ReplaceDir
+// of path left beside it: ".NAME.tmp-N", and ".NAME.old-N" when path
+// exists (when it does not, an ".old-" directory is the only copy of the
+// previous content, and it is left for a person to restore). Nothing else
+// is touched, not even ".NAME.tmp-x" for a non-numeric x.
+func RemoveStale(path string) error {
+	parent := filepath.Dir(path)
+	entries, err := os.ReadDir(parent)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, statErr := os.Lstat(path)
+	tmpRE := staleRE(tempPrefix(path))
+	oldRE := staleRE(oldPrefix(path))
+	for _, e := range entries {
+		n := e.Name()
+		if !tmpRE.MatchString(n) && !(statErr == nil && oldRE.MatchString(n)) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(parent, n)); err != nil {
+			return fmt.Errorf("removing %s, left by an interrupted write: %w", filepath.Join(parent, n), err)
+		}
+	}
+	return nil
+}
+
+// staleRE matches what os.CreateTemp and os.MkdirTemp make of prefix: the
+// prefix and a decimal number.
+func staleRE(prefix string) *regexp.Regexp {
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(prefix) + `[0-9]+$`)
+}
+
+// Hooks, replaced in tests to make a write fail part-way.
+var (
+	writeFile    = writeFileSync
+	rename       = os.Rename
+	swap         = swapDirs
+	exchangeDirs = exchange
+)
+
+func writeFileSync(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	return writeSynced(f, b, 0o644)
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}
+
+// swapDirs makes next the content of dir and leaves dir's previous content
+// at next. Where the platform has no atomic exchange it moves dir aside
+// first, and moves it back if the second rename fails.
+func swapDirs(next, dir string) error {
+	if err := exchangeDirs(next, dir); err == nil || !errors.Is(err, errNoExchange) {
+		return err
+	}
+	// A fresh name beside dir: MkdirTemp reserves it, and os.Rename will
+	// not replace a directory, so free it again.
+	old, err := os.MkdirTemp(filepath.Dir(dir), oldPrefix(dir))
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(old); err != nil {
+		return err
+	}
+	if err := os.Rename(dir, old); err != nil {
+		return err
+	}
+	if err := os.Rename(next, dir); err != nil {
+		if rerr := os.Rename(old, dir); rerr != nil {
+			return fmt.Errorf("%w; and restoring the previous content from %s failed: %v", err, old, rerr)
+		}
+		return err
+	}
+	// next is gone; put the previous content where the caller removes it.
+	return os.Rename(old, next)
+}
+
+var errNoExchange = errors.New("no atomic directory exchange")
