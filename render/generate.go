@@ -2,7 +2,8 @@ package render
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +34,7 @@ func generate(p *policy.Policy) []Object {
 		out = append(out, workloadPriorityClass(p, pr))
 	}
 	locks := locksByNamespace(p)
-	for _, ns := range sortedKeys(locks) {
+	for _, ns := range slices.Sorted(maps.Keys(locks)) {
 		if len(locks[ns]) > 0 {
 			out = append(out, semaphoreConfigMap(p, ns, locks[ns]))
 		}
@@ -165,13 +166,4 @@ type dpTimeSlicing struct {
 type dpResource struct {
 	Name     string `json:"name"`
 	Replicas int64  `json:"replicas"`
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,7 +194,7 @@ func TestExplainScenarios(t *testing.T) {
 				if w.boundBy != "" && c.BoundBy != w.boundBy {
 					t.Errorf("%s at %s %v: bound by %s, want %s", w.template, w.priority, w.up, c.BoundBy, w.boundBy)
 				}
-				if w.binding != nil && !sameStrings(c.Binding, w.binding) {
+				if w.binding != nil && !slices.Equal(c.Binding, w.binding) {
 					t.Errorf("%s at %s %v: binding %v, want %v", w.template, w.priority, w.up, c.Binding, w.binding)
 				}
 				if w.lockEffect != "" && (c.Lock == nil || c.Lock.Effect != w.lockEffect) {
@@ -215,7 +216,7 @@ func TestExplainScenarios(t *testing.T) {
 					for _, ev := range c.Preemption.Evicts {
 						got = append(got, ev.Workload)
 					}
-					if !sameStrings(got, w.evicts) {
+					if !slices.Equal(got, w.evicts) {
 						t.Errorf("%s at %s %v: evicts %v, want %v", w.template, w.priority, w.up, got, w.evicts)
 					}
 				}

@@ -3,6 +3,7 @@ package admission_test
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -100,18 +101,6 @@ func mustContain(t testing.TB, what, s string, subs ...string) {
 	}
 }
 
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestLab checks the numbers the design hand-checked from the write-ups.
 func TestLab(t *testing.T) {
 	r := explain(t, loadLab(t))
@@ -122,7 +111,7 @@ func TestLab(t *testing.T) {
 		if c.Admitted != 4 || c.QuotaAdmits != 4 {
 			t.Errorf("admitted %d (quota %d), want 4", c.Admitted, c.QuotaAdmits)
 		}
-		if want := []string{"nvidia.com/gpu", "memory"}; !sameStrings(c.Binding, want) {
+		if want := []string{"nvidia.com/gpu", "memory"}; !slices.Equal(c.Binding, want) {
 			t.Errorf("binding %v, want %v", c.Binding, want)
 		}
 		// (12 - 4) / 2 = 4 and 8 - 4 = 4; GPU memory would allow more.
@@ -142,7 +131,7 @@ func TestLab(t *testing.T) {
 		if c.Admitted != 0 || c.QuotaAdmits != 0 {
 			t.Errorf("admitted %d, want 0", c.Admitted)
 		}
-		if want := []string{"gpupolicy.dev/gpu-memory"}; !sameStrings(c.Binding, want) {
+		if want := []string{"gpupolicy.dev/gpu-memory"}; !slices.Equal(c.Binding, want) {
 			t.Errorf("binding %v, want %v", c.Binding, want)
 		}
 		// 16311 - 3707 (services) - 12200 (the 7B) = 404.

@@ -2,8 +2,9 @@ package environment
 
 import (
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -47,7 +48,7 @@ func (e *Environment) Build(base map[string][]byte) (map[string][]byte, error) {
 		}
 	}
 	if _, ok := base[KustomizationFile]; !ok {
-		k, err := kustomization(sortedKeys(base), "")
+		k, err := kustomization(slices.Sorted(maps.Keys(base)), "")
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +94,7 @@ func (e *Environment) Build(base map[string][]byte) (map[string][]byte, error) {
 		}
 		out[name] = append([]byte(header), b...)
 	}
-	k, err := kustomization(sortedKeys(out), header)
+	k, err := kustomization(slices.Sorted(maps.Keys(out)), header)
 	if err != nil {
 		return nil, err
 	}
@@ -149,13 +150,4 @@ func kustomization(files []string, header string) ([]byte, error) {
 		return nil, err
 	}
 	return append([]byte(header), b...), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

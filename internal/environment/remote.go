@@ -2,8 +2,10 @@ package environment
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/konfig"
@@ -40,7 +42,7 @@ func (e *Environment) checkLocal() error {
 	for _, n := range konfig.RecognizedKustomizationFileNames() {
 		kustomizations[n] = true
 	}
-	for _, name := range sortedKeys(e.Files) {
+	for _, name := range slices.Sorted(maps.Keys(e.Files)) {
 		if !kustomizations[path.Base(name)] {
 			continue
 		}

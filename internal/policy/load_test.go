@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -47,7 +48,7 @@ func TestLoadLab(t *testing.T) {
 	for _, pr := range p.Ladder() {
 		ladder = append(ladder, pr.Name)
 	}
-	if want := []string{"always-on", "training", "on-demand-llm", "batch"}; !equal(ladder, want) {
+	if want := []string{"always-on", "training", "on-demand-llm", "batch"}; !slices.Equal(ladder, want) {
 		t.Errorf("ladder = %v, want %v", ladder, want)
 	}
 	if p.DefaultPriority() != "training" {
@@ -57,14 +58,14 @@ func TestLoadLab(t *testing.T) {
 		t.Errorf("locks = %+v", p.Locks)
 	}
 	order, cycle := p.LockOrder()
-	if cycle != nil || !equal(order, []string{"cache", "main"}) {
+	if cycle != nil || !slices.Equal(order, []string{"cache", "main"}) {
 		t.Errorf("lock order = %v (cycle %v), want [cache main]", order, cycle)
 	}
 	tpl := p.Templates["gpu-step"]
 	if tpl.Priority != "training" || tpl.Request != (Request{Shares: 1, HostMemoryMiB: 2048, GPUMemoryMiB: 1024}) {
 		t.Errorf("gpu-step = %+v", tpl)
 	}
-	if tpl.ModelCache == nil || !tpl.ModelCache.ReadOnly || tpl.CacheFree == nil || !equal(tpl.CacheFree.Locks, []string{"main"}) {
+	if tpl.ModelCache == nil || !tpl.ModelCache.ReadOnly || tpl.CacheFree == nil || !slices.Equal(tpl.CacheFree.Locks, []string{"main"}) {
 		t.Errorf("gpu-step cache = %+v / %+v", tpl.ModelCache, tpl.CacheFree)
 	}
 	if p.DefaultGPUMemoryMiB != 1024 || p.DeclarationResource != "gpupolicy.dev/gpu-memory" {
@@ -98,16 +99,4 @@ func TestThousands(t *testing.T) {
 			t.Errorf("Thousands(%d) = %q, want %q", in, got, want)
 		}
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -9,6 +9,8 @@ package policy
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 )
 
@@ -157,7 +159,7 @@ type ClusterQueue struct {
 }
 
 // FlavorNames returns the queue's flavors, sorted.
-func (q ClusterQueue) FlavorNames() []string { return sortedKeys(q.Flavors) }
+func (q ClusterQueue) FlavorNames() []string { return slices.Sorted(maps.Keys(q.Flavors)) }
 
 // FlavorQuotas are one flavor's quotas in a ClusterQueue.
 type FlavorQuotas struct {
@@ -266,19 +268,19 @@ type QuantityForm struct {
 }
 
 // CardNames returns the cards' names, sorted.
-func (p *Policy) CardNames() []string { return sortedKeys(p.Cards) }
+func (p *Policy) CardNames() []string { return slices.Sorted(maps.Keys(p.Cards)) }
 
 // ServiceNames returns the services' names, sorted.
-func (p *Policy) ServiceNames() []string { return sortedKeys(p.Services) }
+func (p *Policy) ServiceNames() []string { return slices.Sorted(maps.Keys(p.Services)) }
 
 // QueueNames returns the ClusterQueues' names, sorted.
-func (p *Policy) QueueNames() []string { return sortedKeys(p.Queues) }
+func (p *Policy) QueueNames() []string { return slices.Sorted(maps.Keys(p.Queues)) }
 
 // LockNames returns the locks' names, sorted.
-func (p *Policy) LockNames() []string { return sortedKeys(p.Locks) }
+func (p *Policy) LockNames() []string { return slices.Sorted(maps.Keys(p.Locks)) }
 
 // TemplateNames returns the templates' names, sorted.
-func (p *Policy) TemplateNames() []string { return sortedKeys(p.Templates) }
+func (p *Policy) TemplateNames() []string { return slices.Sorted(maps.Keys(p.Templates)) }
 
 // Ladder returns the priorities from the highest value to the lowest.
 func (p *Policy) Ladder() []Priority {
@@ -323,7 +325,7 @@ func (p *Policy) JobNamespaces() []string {
 	for _, t := range p.Templates {
 		set[t.Namespace] = true
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // Resource returns the Kubernetes resource name of a kind, as the node
@@ -365,13 +367,4 @@ func Thousands(v int64) string {
 		return "-" + s
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

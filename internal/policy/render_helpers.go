@@ -1,5 +1,10 @@
 package policy
 
+import (
+	"maps"
+	"slices"
+)
+
 // SharesResource is the resource name under which the device plugin
 // advertises the card's time-slicing shares (SharesResourceName of
 // devicePlugin.renameByDefault). Quotas, requests and explain's margins all
@@ -45,5 +50,5 @@ func (p *Policy) Namespaces() []string {
 		set[p.DevicePlugin.Namespace] = true
 	}
 	delete(set, "")
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
