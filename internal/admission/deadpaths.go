@@ -115,35 +115,38 @@ func (e *explainer) searchPreemption() map[string]*fireRecord {
 	return recs
 }
 
-// subMasks lists the service states searched for a group (bits in the
-// explainer's global numbering).
-func (e *explainer) subMasks(g group) []uint32 {
+// subMasks lists the service states searched for a group: up[j] says
+// whether g.onDemand[j] is up.
+func (e *explainer) subMasks(g group) [][]bool {
 	n := len(g.onDemand)
-	var out []uint32
+	var out [][]bool
 	if n <= 8 {
 		for m := 0; m < 1<<n; m++ {
-			var mask uint32
-			for j, i := range g.onDemand {
-				if m&(1<<j) != 0 {
-					mask |= e.bit(i)
-				}
+			up := make([]bool, n)
+			for j := range up {
+				up[j] = m&(1<<j) != 0
 			}
-			out = append(out, mask)
+			out = append(out, up)
 		}
 		return out
 	}
-	var all uint32
-	for _, i := range g.onDemand {
-		all |= e.bit(i)
-		out = append(out, e.bit(i))
+	all := make([]bool, n)
+	for j := range all {
+		all[j] = true
 	}
-	return append([]uint32{0, all}, out...)
+	out = append(out, make([]bool, n), all)
+	for j := 0; j < n; j++ {
+		one := make([]bool, n)
+		one[j] = true
+		out = append(out, one)
+	}
+	return out
 }
 
 // tryScenario builds one situation for a group (services up per mask; the
 // group's queues, except skip, filled with jobs at ladder[pv], or nothing
 // filled when pv < 0) and tries every preemptor of the given queues.
-func (e *explainer) tryScenario(g group, keep map[string]bool, mask uint32, skip string, pv int, preemptors []string, recs map[string]*fireRecord) {
+func (e *explainer) tryScenario(g group, keep map[string]bool, mask []bool, skip string, pv int, preemptors []string, recs map[string]*fireRecord) {
 	s := newSnapshotOf(e.p, keep)
 	admit := func(w *Workload) bool {
 		if !s.Fits(w) {
@@ -160,9 +163,9 @@ func (e *explainer) tryScenario(g group, keep map[string]bool, mask uint32, skip
 		}
 	}
 	upNow := map[string]bool{}
-	for _, i := range g.onDemand {
+	for j, i := range g.onDemand {
 		n := e.onDemand[i]
-		if mask&e.bit(i) != 0 && admit(serviceWorkload(s, e.p, n)) {
+		if mask[j] && admit(serviceWorkload(s, e.p, n)) {
 			upNow[n] = true
 		}
 	}

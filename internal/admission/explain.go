@@ -5,14 +5,41 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
-// MaxOnDemand bounds the number of on-demand services Explain enumerates
-// (2^n service states).
+// MaxOnDemand bounds the number of on-demand services for which the
+// per-state capacity rows can be asked for (States "all": 2^n service
+// states).
 const MaxOnDemand = 16
+
+// AutoOnDemand is the most on-demand services for which the capacity rows
+// are enumerated by default (States "auto").
+const AutoOnDemand = 8
+
+// The States options: which per-state capacity rows Explain enumerates.
+const (
+	// StatesAuto enumerates them up to AutoOnDemand on-demand services.
+	StatesAuto = "auto"
+	// StatesAll enumerates them up to MaxOnDemand, and refuses more.
+	StatesAll = "all"
+	// StatesNone never does: the outlooks and findings only.
+	StatesNone = "none"
+)
+
+// StatesModes lists the States options.
+var StatesModes = []string{StatesAuto, StatesAll, StatesNone}
+
+// Options tune Explain.
+type Options struct {
+	// States is StatesAuto (the default when ""), StatesAll or StatesNone.
+	States string
+	// searchAll makes every component take the bounded search (tests).
+	searchAll bool
+}
 
 // maxJobs bounds every admission loop (a template asks ≥ 1 share, so real
 // policies stop far earlier).
@@ -27,7 +54,12 @@ type Report struct {
 	Model string `json:"model"`
 	// OnDemand lists the on-demand services whose up/down states the
 	// capacity rows enumerate, sorted.
-	OnDemand []string          `json:"onDemand"`
+	OnDemand []string `json:"onDemand"`
+	// States says whether the capacity rows were enumerated.
+	States StatesInfo `json:"states"`
+	// Summary is the answer per template × priority (Outlook), computed
+	// without enumerating service states.
+	Summary  []Outlook         `json:"summary"`
 	Capacity []Capacity        `json:"capacity"`
 	Findings []finding.Finding `json:"findings"`
 }
@@ -147,16 +179,26 @@ func variants(p *policy.Policy) []variant {
 	return out
 }
 
-// stateSnap is the snapshot of one service state: always-on services
-// admitted, then the on-demand services that are up.
+// stateSnap is one state of a component: its always-on services admitted,
+// then the on-demand services of up, each only if it fits.
 type stateSnap struct {
-	mask     uint32 // bit i: OnDemand[i] is up
-	admitted uint32 // bit i: OnDemand[i] is up and Kueue admitted it
-	snap     *Snapshot
+	key string
+	up  []int // local indexes of the component's services that are up
+	// admittedSet holds the up ones Kueue admitted; admittedKey lists
+	// them (the memo key: what Kueue admitted decides every count).
+	admittedSet map[int]bool
+	admittedKey string
+	// snap is nil once released; snapOf rebuilds it.
+	snap *Snapshot
 	// unadmitted lists up services Kueue does not admit, with the
 	// resources they are short of.
 	unadmitted []unadmitted
+	// declared is the GPU memory the admitted services declare.
+	declared int64
+	sims     map[simKey]*quotaSim
 }
+
+type simKey struct{ base, prio string }
 
 type unadmitted struct {
 	service string
@@ -171,12 +213,17 @@ type explainer struct {
 	onDemand []string
 	alwaysOn []string
 	variants []variant
-	states   []*stateSnap
 	memo     map[memoKey]*quotaSim
 	rows     []Capacity
-	// rowIndex finds a row by (variant, priority, state mask).
-	rowIndex map[rowKey]int
 	findings finding.List
+
+	comps         []*component
+	compOfVariant []*component
+	// compsOK counts the components with no reachable state.
+	compsOK     int
+	outlookList []Outlook
+	// starving holds each row's smallest starving sets (local indexes).
+	starving map[rowID][][]int
 
 	// indexes, built once
 	templatesBy map[string][]string // queue → template names, sorted
@@ -186,30 +233,45 @@ type explainer struct {
 }
 
 type memoKey struct {
-	base, prio string
-	relevant   uint32
+	comp, base, prio string
+	admitted         string
 }
 
-type rowKey struct {
-	variant, prio string
-	mask          uint32
-}
+// Explain runs the admission analysis with the default options (Options).
+func Explain(p *policy.Policy) (*Report, error) { return ExplainWith(p, Options{}) }
 
-// Explain runs the admission analysis over a policy. The policy should have
-// passed policy.Check (vet); Explain reports mixed GPU-memory units itself,
-// for policies read from elsewhere. It fails only on a policy with more than
-// MaxOnDemand on-demand services.
-func Explain(p *policy.Policy) (*Report, error) {
+// ExplainWith runs the admission analysis over a policy. The policy should
+// have passed policy.Check (vet); Explain reports mixed GPU-memory units
+// itself, for policies read from elsewhere. Its cost grows with the policy,
+// not with 2^services (see component). It fails only on an unknown States
+// option, or on States "all" for a policy with more than MaxOnDemand
+// on-demand services.
+func ExplainWith(p *policy.Policy, o Options) (*Report, error) {
 	e := &explainer{
 		p:        p,
 		ladder:   p.Ladder(),
 		onDemand: p.OnDemandServices(),
 		memo:     map[memoKey]*quotaSim{},
-		rowIndex: map[rowKey]int{},
+		starving: map[rowID][][]int{},
 	}
-	if len(e.onDemand) > MaxOnDemand {
-		return nil, fmt.Errorf("policy %q has %d on-demand services; explain enumerates 2^n service states and stops at %d services",
-			p.Name, len(e.onDemand), MaxOnDemand)
+	mode := o.States
+	if mode == "" {
+		mode = StatesAuto
+	}
+	n := len(e.onDemand)
+	var enumerate bool
+	switch mode {
+	case StatesAuto:
+		enumerate = n <= AutoOnDemand
+	case StatesAll:
+		if n > MaxOnDemand {
+			return nil, fmt.Errorf("states all: policy %q has %d on-demand services, 2^%d service states; per-state rows stop at %d services (%d states). Use states auto (the default: the answer per template and priority, and the findings) instead",
+				p.Name, n, n, MaxOnDemand, 1<<MaxOnDemand)
+		}
+		enumerate = true
+	case StatesNone:
+	default:
+		return nil, fmt.Errorf("unknown states option %q (want one of %s)", mode, strings.Join(StatesModes, ", "))
 	}
 	for _, n := range p.ServiceNames() {
 		if p.Services[n].Mode != policy.OnDemand {
@@ -218,19 +280,34 @@ func Explain(p *policy.Policy) (*Report, error) {
 	}
 	e.variants = variants(p)
 	e.index()
-	n := uint32(1) << len(e.onDemand)
-	for mask := uint32(0); mask < n; mask++ {
-		e.states = append(e.states, e.buildState(mask))
+	exact := ExactServices
+	if enumerate {
+		exact = max(exact, n)
+	} else if o.searchAll {
+		exact = -1
 	}
-	e.capacity()
+	e.buildComponents(exact)
+	if enumerate {
+		e.capacity()
+	}
+	e.outlooks()
 	e.findingsAll()
 	e.findings.Sort()
+	count := int64(-1)
+	if n < 63 {
+		count = int64(1) << n
+	}
 	r := &Report{
 		Policy:   p.Name,
 		Model:    "kueue " + KueueVersion + " classical preemption",
 		OnDemand: append([]string{}, e.onDemand...),
+		States:   StatesInfo{Mode: mode, Enumerated: enumerate, Count: count, Limit: MaxOnDemand, AutoLimit: AutoOnDemand},
+		Summary:  e.outlookList,
 		Capacity: e.rows,
 		Findings: e.findings,
+	}
+	if r.Summary == nil {
+		r.Summary = []Outlook{}
 	}
 	if r.Capacity == nil {
 		r.Capacity = []Capacity{}
@@ -284,53 +361,6 @@ func serviceWorkload(s *Snapshot, p *policy.Policy, name string) *Workload {
 	})
 }
 
-// buildState admits the always-on services (by name), then the on-demand
-// services that are up (by name), each only if it fits: a service pod Kueue
-// holds is not up.
-func (e *explainer) buildState(mask uint32) *stateSnap {
-	st := &stateSnap{mask: mask, snap: NewSnapshot(e.p)}
-	admit := func(name string) bool {
-		if _, ok := st.snap.queues[e.p.Services[name].Queue]; !ok {
-			return false
-		}
-		w := serviceWorkload(st.snap, e.p, name)
-		d := st.snap.Decide(w)
-		if d.Outcome != Admit {
-			st.unadmitted = append(st.unadmitted, unadmitted{name, d.Short, d.Outcome})
-			return false
-		}
-		st.snap.Add(w)
-		return true
-	}
-	for _, n := range e.alwaysOn {
-		admit(n)
-	}
-	for i, n := range e.onDemand {
-		if e.up(mask, i) && admit(n) {
-			st.admitted |= e.bit(i)
-		}
-	}
-	return st
-}
-
-// relevantMask is the set of on-demand services that can change a
-// template's admission: those on the same card in the same cohort (or the
-// same queue, without a cohort).
-func (e *explainer) relevantMask(queue, card string) uint32 {
-	group := map[string]bool{queue: true}
-	for _, n := range e.cohortOf[queue] {
-		group[n] = true
-	}
-	var m uint32
-	for i, n := range e.onDemand {
-		s := e.p.Services[n]
-		if group[s.Queue] && s.Card == card {
-			m |= e.bit(i)
-		}
-	}
-	return m
-}
-
 // quotaSim is what Kueue does with N identical jobs in one state, locks
 // aside.
 type quotaSim struct {
@@ -354,8 +384,7 @@ func (e *explainer) jobWorkload(s *Snapshot, v variant, pr policy.Priority) *Wor
 // simulate submits jobs of a template at a priority into a state's snapshot
 // and undoes everything afterwards: first as many as fit without
 // preemption, then as many more as Kueue admits by preempting.
-func (e *explainer) simulate(st *stateSnap, v variant, pr policy.Priority) *quotaSim {
-	s := st.snap
+func (e *explainer) simulate(s *Snapshot, v variant, pr policy.Priority) *quotaSim {
 	if _, ok := s.queues[v.t.Queue]; !ok {
 		return &quotaSim{never: true, avail0: map[policy.Kind]int64{}}
 	}
@@ -423,19 +452,45 @@ func (e *explainer) eviction(t Target) Eviction {
 	}
 }
 
+// capacity enumerates the per-state rows: each row is its component's
+// row at the state's projection on the component's services.
 func (e *explainer) capacity() {
-	for _, v := range e.variants {
-		relevant := e.relevantMask(v.t.Queue, v.t.Card)
+	n := len(e.onDemand)
+	states := 1 << n
+	local := func(c *component, mask uint32) []int {
+		var up []int
+		for j, i := range c.services {
+			if e.up(mask, i) {
+				up = append(up, j)
+			}
+		}
+		return up
+	}
+	reach := make([]bool, states)
+	for m := range reach {
+		reach[m] = true
+		for _, c := range e.comps {
+			if len(e.evalState(c, local(c, uint32(m))).unadmitted) > 0 {
+				reach[m] = false
+				break
+			}
+		}
+	}
+	for vi, v := range e.variants {
+		c := e.compOfVariant[vi]
 		for _, pr := range e.ladder {
-			for _, st := range e.states {
-				key := memoKey{v.base, pr.Name, st.admitted & relevant}
-				sim := e.memo[key]
-				if sim == nil {
-					sim = e.simulate(st, v, pr)
-					e.memo[key] = sim
+			for m := 0; m < states; m++ {
+				mask := uint32(m)
+				st := e.evalState(c, local(c, mask))
+				state := make(map[string]string, n)
+				for i, name := range e.onDemand {
+					if e.up(mask, i) {
+						state[name] = policy.ServiceUp
+					} else {
+						state[name] = policy.ServiceDown
+					}
 				}
-				e.rowIndex[rowKey{v.name, pr.Name, st.mask}] = len(e.rows)
-				e.rows = append(e.rows, e.row(v, pr, st, sim))
+				e.rows = append(e.rows, e.row(v, pr, state, reach[m], e.sim(c, st, v, pr)))
 			}
 		}
 	}
@@ -447,25 +502,18 @@ func (e *explainer) smallestLock(v variant) (policy.Lock, bool) {
 	return e.p.SmallestLock(v.locks)
 }
 
-func (e *explainer) row(v variant, pr policy.Priority, st *stateSnap, sim *quotaSim) Capacity {
+func (e *explainer) row(v variant, pr policy.Priority, state map[string]string, reachable bool, sim *quotaSim) Capacity {
 	c := Capacity{
 		Template: v.name, BaseTemplate: v.base, CacheFree: v.cacheFree,
 		Queue: v.t.Queue, Card: v.t.Card, Priority: pr.Name, PriorityValue: pr.Value,
-		State:       map[string]string{},
-		Reachable:   len(st.unadmitted) == 0,
+		State:       state,
+		Reachable:   reachable,
 		QuotaAdmits: sim.quotaAdmits,
 		Admitted:    sim.quotaAdmits,
 		BoundBy:     "quota",
 		Binding:     []string{},
 		Margin:      map[string]string{},
 		PerResource: map[string]int64{},
-	}
-	for i, n := range e.onDemand {
-		if e.up(st.mask, i) {
-			c.State[n] = policy.ServiceUp
-		} else {
-			c.State[n] = policy.ServiceDown
-		}
 	}
 	if sim.never {
 		c.BoundBy = "never-fits"

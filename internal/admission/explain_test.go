@@ -244,8 +244,17 @@ func TestExplainTooManyServices(t *testing.T) {
 	for i := 0; i <= admission.MaxOnDemand; i++ {
 		w.Service(MakeService(string(rune('a' + i))).OnDemand(60).Queue("q").Card("c").Priority("low"))
 	}
-	if _, err := admission.Explain(w.Obj()); err == nil || !strings.Contains(err.Error(), "on-demand services") {
-		t.Fatalf("err = %v, want a too-many-services error", err)
+	if _, err := admission.ExplainWith(w.Obj(), admission.Options{States: admission.StatesAll}); err == nil ||
+		!strings.Contains(err.Error(), "on-demand services") || !strings.Contains(err.Error(), "stop at 16") {
+		t.Fatalf("err = %v, want a too-many-services error naming the limit", err)
+	}
+	// The default analysis answers without enumerating the states.
+	r, err := admission.Explain(w.Obj())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.States.Enumerated || len(r.Capacity) != 0 || len(r.Summary) != 0 {
+		t.Errorf("states %+v, %d rows, %d outlooks: want no rows and no outlooks (no templates)", r.States, len(r.Capacity), len(r.Summary))
 	}
 }
 

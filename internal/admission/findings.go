@@ -87,18 +87,21 @@ func (e *explainer) serviceUnadmitted() {
 		never  bool
 	}
 	bySvc := map[string]*agg{}
-	for _, st := range e.states {
-		for _, u := range st.unadmitted {
-			a := bySvc[u.service]
-			if a == nil {
-				a = &agg{short: map[string]bool{}}
-				bySvc[u.service] = a
+	for _, c := range e.comps {
+		for _, k := range c.scan {
+			st := c.states[k]
+			for _, u := range st.unadmitted {
+				a := bySvc[u.service]
+				if a == nil {
+					a = &agg{short: map[string]bool{}}
+					bySvc[u.service] = a
+				}
+				for _, fr := range u.short {
+					a.short[e.p.Resource(fr.Kind)] = true
+				}
+				a.never = a.never || u.outcome == NoFit
+				a.states = append(a.states, e.upWords(c, st.up))
 			}
-			for _, fr := range u.short {
-				a.short[e.p.Resource(fr.Kind)] = true
-			}
-			a.never = a.never || u.outcome == NoFit
-			a.states = append(a.states, e.stateWords(st.mask))
 		}
 	}
 	for _, n := range sortedStrings(keysOf(bySvc)) {
@@ -135,24 +138,6 @@ func dedupe(ss []string) []string {
 	return out
 }
 
-// stateWords describes a state as a clause: "qwen2-5-7b is up", "every
-// on-demand service is down", "a and b are up".
-func (e *explainer) stateWords(mask uint32) string {
-	if len(e.onDemand) == 0 {
-		return "the services are up (there are no on-demand ones)"
-	}
-	up := e.upServices(mask)
-	switch {
-	case len(up) == 0 && len(e.onDemand) == 1:
-		return e.onDemand[0] + " is down"
-	case len(up) == 0:
-		return "every on-demand service is down"
-	case len(up) == 1:
-		return up[0] + " is up"
-	}
-	return strings.Join(up, " and ") + " are up"
-}
-
 func (e *explainer) requestWords(r policy.Request) string {
 	var parts []string
 	for _, k := range policy.Kinds {
@@ -173,17 +158,13 @@ func amountWords(k policy.Kind, v int64) string {
 
 // ---- starvation
 
-func (e *explainer) findRow(variant, prio string, mask uint32) *Capacity {
-	i, ok := e.rowIndex[rowKey{variant, prio, mask}]
-	if !ok {
-		return nil
-	}
-	return &e.rows[i]
-}
-
 func (e *explainer) starvation() {
-	for _, v := range e.variants {
+	for vi, v := range e.variants {
 		if v.cacheFree {
+			continue
+		}
+		c := e.compOfVariant[vi]
+		if !e.othersReachable(c) {
 			continue
 		}
 		names := v.name
@@ -193,44 +174,51 @@ func (e *explainer) starvation() {
 			}
 		}
 		for _, pr := range e.ladder {
-			var starving []*stateSnap
-			reachable := 0
-			for _, st := range e.states {
-				c := e.findRow(v.name, pr.Name, st.mask)
-				if !c.Reachable {
+			sets := e.starving[rowID{vi, pr.Name}]
+			if len(sets) == 0 {
+				continue
+			}
+			// Always: no reachable state the findings read admits them.
+			always, reachable := true, 0
+			for _, k := range c.scan {
+				st := c.states[k]
+				if len(st.unadmitted) > 0 {
 					continue
 				}
 				reachable++
-				if c.QuotaAdmits == 0 && c.Preemption == nil {
-					starving = append(starving, st)
+				if r := e.rowAt(c, v, pr, st); !starved(&r) {
+					always = false
+					break
 				}
 			}
-			if len(starving) == 0 {
-				continue
-			}
-			e.starvationFinding(v, names, pr, starving, len(starving) == reachable)
+			e.starvationFinding(c, v, names, pr, sets, always && reachable > 0)
+			e.release(c)
 		}
 	}
 }
 
-func (e *explainer) starvationFinding(v variant, names string, pr policy.Priority, starving []*stateSnap, always bool) {
-	st := starving[0]
-	c := e.findRow(v.name, pr.Name, st.mask)
+func (e *explainer) starvationFinding(c *component, v variant, names string, pr policy.Priority, sets [][]int, always bool) {
+	st := e.evalState(c, sets[0])
+	row := e.rowAt(c, v, pr, st)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s jobs (%s, %d) from %s get 0 ", pr.Name, pr.Name, pr.Value, names)
 	if always {
 		b.WriteString("in every service state")
 	} else {
 		var ws []string
-		for _, s := range starving {
-			ws = append(ws, e.stateWords(s.mask))
+		for i, s := range sets {
+			if i == maxListed {
+				ws = append(ws, fmt.Sprintf("%d more sets of services are up (-o json lists them)", len(sets)-maxListed))
+				break
+			}
+			ws = append(ws, e.upWords(c, s))
 		}
 		b.WriteString("while " + strings.Join(ws, ", or while "))
 	}
 	b.WriteString(": ")
-	b.WriteString(e.shortWords(st, v, c))
+	b.WriteString(e.shortWords(e.snapOf(c, st), v, &row))
 	b.WriteString(", and ")
-	b.WriteString(e.whyNoPreemption(st, v, pr, c))
+	b.WriteString(e.whyNoPreemption(e.snapOf(c, st), v, pr, &row))
 	b.WriteString(". ")
 	if v.t.TimeLimitSeconds > 0 {
 		fmt.Fprintf(&b, "Its time limit (activeDeadlineSeconds %d s) does not count while it waits: a pod Kueue holds never starts. ", v.t.TimeLimitSeconds)
@@ -242,15 +230,29 @@ func (e *explainer) starvationFinding(v variant, names string, pr policy.Priorit
 		sev = finding.Error
 		b.WriteString("Nothing ends the wait: no service state admits them")
 	} else {
-		b.WriteString(e.whatEndsTheWait(v, pr, st.mask))
+		b.WriteString(e.whatEndsTheWait(c, v, pr, sets[0]))
+	}
+	if !c.exact {
+		b.WriteString(" (bounded search: " + e.searchWords(c, v, pr) + ")")
 	}
 	e.add(RuleStarvation, sev, []string{"priorities", pr.Name}, "%s", b.String())
 }
 
+// maxListed bounds the states a finding's message lists.
+const maxListed = 6
+
+func (e *explainer) searchWords(c *component, v variant, pr policy.Priority) string {
+	for _, o := range e.outlookList {
+		if o.Template == v.name && o.Priority == pr.Name {
+			return o.Search.Note
+		}
+	}
+	return ""
+}
+
 // shortWords says what the next job lacks: "gpu-general has 404 MiB of GPU
 // memory (gpupolicy.dev/gpu-memory) left, under one job's 1,024 MiB".
-func (e *explainer) shortWords(st *stateSnap, v variant, c *Capacity) string {
-	s := st.snap
+func (e *explainer) shortWords(s *Snapshot, v variant, c *Capacity) string {
 	var parts []string
 	for _, res := range c.Binding {
 		k := e.kindOf(res)
@@ -281,11 +283,10 @@ func (e *explainer) kindOf(resource string) policy.Kind {
 
 // whyNoPreemption lists what holds the resources the job lacks and why
 // Kueue may not evict it.
-func (e *explainer) whyNoPreemption(st *stateSnap, v variant, pr policy.Priority, c *Capacity) string {
+func (e *explainer) whyNoPreemption(s *Snapshot, v variant, pr policy.Priority, c *Capacity) string {
 	if c.BoundBy == "never-fits" {
 		return "no preemption can make room the quota does not have"
 	}
-	s := st.snap
 	cq := s.queue(v.t.Queue)
 	needs := map[FlavorResource]bool{}
 	for _, res := range c.Binding {
@@ -340,23 +341,21 @@ func (e *explainer) whyNoPreemption(st *stateSnap, v variant, pr policy.Priority
 	return "no preemption admits them. What holds that quota: " + strings.Join(parts, "; ")
 }
 
-// whatEndsTheWait names the on-demand services whose scale-down alone
-// admits the job.
-func (e *explainer) whatEndsTheWait(v variant, pr policy.Priority, mask uint32) string {
+// whatEndsTheWait names the on-demand services of a starving set whose
+// scale-down alone admits the job.
+func (e *explainer) whatEndsTheWait(c *component, v variant, pr policy.Priority, up []int) string {
 	var ends []string
-	for i, n := range e.onDemand {
-		if !e.up(mask, i) {
-			continue
-		}
-		c := e.findRow(v.name, pr.Name, mask&^e.bit(i))
-		if c != nil && c.Reachable && (c.QuotaAdmits > 0 || c.Preemption != nil) {
+	for k, j := range up {
+		rest := append(append([]int{}, up[:k]...), up[k+1:]...)
+		r := e.rowAt(c, v, pr, e.evalState(c, rest))
+		if r.Reachable && (r.QuotaAdmits > 0 || r.Preemption != nil) {
+			n := e.onDemand[c.services[j]]
 			s := e.p.Services[n]
 			ends = append(ends, fmt.Sprintf("%s scales down, %d s after its last request", n, s.IdleScaleDownSeconds))
 		}
 	}
 	if len(ends) == 0 {
-		up := e.upServices(mask)
-		return fmt.Sprintf("The wait ends only when %s scale down (each an idle period after its last request), so steady requests can hold it off indefinitely", strings.Join(up, " and "))
+		return fmt.Sprintf("The wait ends only when %s scale down (each an idle period after its last request), so steady requests can hold it off indefinitely", strings.Join(e.names(c, up), " and "))
 	}
 	return "The wait ends when " + strings.Join(ends, ", or when ") + ", so steady requests can hold it off indefinitely"
 }
@@ -377,31 +376,44 @@ func (e *explainer) preemptionRejected() {
 // ---- lock-capacity
 
 func (e *explainer) lockCapacity() {
-	for _, v := range e.variants {
+	for vi, v := range e.variants {
 		l, ok := e.smallestLock(v)
 		if !ok {
 			continue
 		}
+		comp := e.compOfVariant[vi]
+		others := e.othersReachable(comp)
 		var over, under []string
 		var maxKueue, maxHeld int64
 		var maxKueueState string
+		overN := 0
 		for _, pr := range e.ladder {
-			for _, st := range e.states {
-				c := e.findRow(v.name, pr.Name, st.mask)
-				if !c.Reachable || c.Lock == nil {
+			for _, k := range comp.scan {
+				st := comp.states[k]
+				if !others || len(st.unadmitted) > 0 {
+					continue
+				}
+				c := e.rowAt(comp, v, pr, st)
+				if c.Lock == nil {
 					continue
 				}
 				switch c.Lock.Effect {
 				case "exceeds":
-					over = append(over, fmt.Sprintf("%d %s jobs while %s", c.Lock.Kueue, pr.Name, e.stateWords(st.mask)))
+					if overN < maxListed {
+						over = append(over, fmt.Sprintf("%d %s jobs while %s", c.Lock.Kueue, pr.Name, e.upWords(comp, st.up)))
+					}
+					overN++
 					maxHeld = max(maxHeld, c.Lock.Held)
 				case "limits":
 					under = append(under, pr.Name)
 					if c.Lock.Kueue > maxKueue {
-						maxKueue, maxKueueState = c.Lock.Kueue, e.stateWords(st.mask)
+						maxKueue, maxKueueState = c.Lock.Kueue, e.upWords(comp, st.up)
 					}
 				}
 			}
+		}
+		if overN > maxListed {
+			over = append(over, fmt.Sprintf("and %d more service states", overN-maxListed))
 		}
 		path := []string{"locks", l.Name, "size"}
 		if len(over) > 0 {
@@ -420,9 +432,9 @@ func (e *explainer) lockCapacity() {
 // ---- declared-physical
 
 func (e *explainer) declaredPhysical() {
-	rowsOf := map[string][]int{}
-	for i, c := range e.rows {
-		rowsOf[c.Card] = append(rowsOf[c.Card], i)
+	varsOf := map[string][]int{}
+	for vi, v := range e.variants {
+		varsOf[v.t.Card] = append(varsOf[v.t.Card], vi)
 	}
 	queuesOf := map[string][]string{}
 	for _, qn := range e.p.QueueNames() {
@@ -445,37 +457,36 @@ func (e *explainer) declaredPhysical() {
 		// The most that services and template defaults declare at once.
 		var most int64
 		var mostWhere string
-		for _, i := range rowsOf[card] {
-			c := e.rows[i]
-			if !c.Reachable {
-				continue
-			}
-			st := e.states[e.maskIndex(c)]
-			var declared int64
-			for _, qn := range st.snap.CohortQueues(c.Queue) {
-				for _, w := range st.snap.Workloads(qn) {
-					if w.Card == card {
-						declared += w.Request.GPUMemoryMiB
+		for _, vi := range varsOf[card] {
+			comp := e.compOfVariant[vi]
+			for _, pr := range e.ladder {
+				for _, k := range comp.scan {
+					st := comp.states[k]
+					c := e.rowAt(comp, e.variants[vi], pr, st)
+					if !c.Reachable {
+						continue
+					}
+					declared := st.declared
+					n := c.Admitted
+					if c.Preemption != nil && c.Preemption.Admitted > n {
+						n = c.Preemption.Admitted
+						for _, ev := range c.Preemption.Evicts {
+							if s, ok := e.p.Services[ev.Service]; ok && s.Card == card {
+								declared -= s.Request.GPUMemoryMiB
+							}
+						}
+					}
+					declared += n * e.p.Templates[c.BaseTemplate].Request.GPUMemoryMiB
+					if declared > most {
+						most = declared
+						if n == 0 {
+							mostWhere = "the services alone, while " + e.upWords(comp, st.up)
+						} else {
+							mostWhere = fmt.Sprintf("the services and %d %s jobs, while %s", n, c.Template, e.upWords(comp, st.up))
+						}
 					}
 				}
-			}
-			n := c.Admitted
-			if c.Preemption != nil && c.Preemption.Admitted > n {
-				n = c.Preemption.Admitted
-				for _, ev := range c.Preemption.Evicts {
-					if s, ok := e.p.Services[ev.Service]; ok && s.Card == card {
-						declared -= s.Request.GPUMemoryMiB
-					}
-				}
-			}
-			declared += n * e.p.Templates[c.BaseTemplate].Request.GPUMemoryMiB
-			if declared > most {
-				most = declared
-				if n == 0 {
-					mostWhere = "the services alone, while " + e.stateWords(st.mask)
-				} else {
-					mostWhere = fmt.Sprintf("the services and %d %s jobs, while %s", n, c.Template, e.stateWords(st.mask))
-				}
+				e.release(comp)
 			}
 		}
 		var b strings.Builder
@@ -494,16 +505,6 @@ func (e *explainer) declaredPhysical() {
 		b.WriteString("A declaration is accounting, not a limit, and time-slicing isolates none of the card's memory: a job that uses more than it declares can run its neighbours, services included, out of memory")
 		e.add(RuleDeclaredPhysical, sev, []string{"cards", card, "memoryMiB"}, "%s", b.String())
 	}
-}
-
-func (e *explainer) maskIndex(c Capacity) int {
-	var mask uint32
-	for i, n := range e.onDemand {
-		if c.State[n] == policy.ServiceUp {
-			mask |= e.bit(i)
-		}
-	}
-	return int(mask)
 }
 
 func holders(n int64, l policy.Lock) string {

@@ -127,9 +127,40 @@ func marginWords(m map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-// WriteText writes the capacity table and the findings for a terminal.
+// showRows reports whether the text and markdown forms print the
+// per-state table: when it was asked for, or when it is short.
+func (r *Report) showRows() bool {
+	return len(r.Capacity) > 0 && (r.States.Mode == StatesAll || len(r.OnDemand) <= 3)
+}
+
+// WriteText writes the answer per template and priority, the per-state
+// table when it is short or asked for, and the findings, for a terminal.
 func (r *Report) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "Policy %q: GPU jobs admitted at once (%s, Argo locks in front)\n\n", r.Policy, r.Model)
+	fmt.Fprintf(w, "Policy %q: GPU jobs admitted at once (%s, Argo locks in front)\n", r.Policy, r.Model)
+	r.writeOutlooksText(w)
+	if r.showRows() {
+		if err := r.writeRowsText(w); err != nil {
+			return err
+		}
+	} else if len(r.OnDemand) > 0 {
+		fmt.Fprintf(w, "\nPer-state rows: %s\n", r.statesWords())
+	}
+	r.writeFindingsText(w)
+	return nil
+}
+
+func (r *Report) statesWords() string {
+	if r.States.Enumerated {
+		return fmt.Sprintf("%d service states enumerated (-o json, or --states all to print them)", r.States.Count)
+	}
+	if len(r.OnDemand) > r.States.Limit {
+		return fmt.Sprintf("not enumerated: %d on-demand services (--states all stops at %d)", len(r.OnDemand), r.States.Limit)
+	}
+	return fmt.Sprintf("not enumerated (%d on-demand services; --states all prints them)", len(r.OnDemand))
+}
+
+func (r *Report) writeRowsText(w io.Writer) error {
+	fmt.Fprintf(w, "\nPer service state:\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := []string{"TEMPLATE", "QUEUE", "PRIORITY"}
 	head = append(head, r.stateHeaders()...)
@@ -142,9 +173,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		row = append(row, atOnce, quota, lock, left, preempt)
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
+
+func (r *Report) writeFindingsText(w io.Writer) {
 	fmt.Fprintf(w, "\nFindings: %d error(s), %d warning(s), %d info\n", r.Count(finding.Error), r.Count(finding.Warning), r.Count(finding.Info))
 	for _, f := range r.Findings {
 		where := f.Path
@@ -156,15 +188,26 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "        %s\n", line)
 		}
 	}
-	return nil
 }
 
 // WriteMarkdown writes the report for a pull-request comment or a
 // scheduled report.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "### gpupolicy explain: `%s`\n\n", r.Policy)
-	fmt.Fprintf(w, "GPU jobs admitted at once, per template, priority and service state (%s, Argo locks in front). ", r.Model)
+	fmt.Fprintf(w, "GPU jobs admitted at once, per template and priority (%s, Argo locks in front). ", r.Model)
 	fmt.Fprintf(w, "**%d error(s), %d warning(s), %d info.**\n\n", r.Count(finding.Error), r.Count(finding.Warning), r.Count(finding.Info))
+	r.writeOutlooksMarkdown(w)
+	if r.showRows() {
+		r.writeRowsMarkdown(w)
+	} else if len(r.OnDemand) > 0 {
+		fmt.Fprintf(w, "Per-state rows: %s.\n", r.statesWords())
+	}
+	r.writeFindingsMarkdown(w)
+	return nil
+}
+
+func (r *Report) writeRowsMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "<details><summary>Per service state (%d rows)</summary>\n\n", len(r.Capacity))
 	head := []string{"template", "queue", "priority"}
 	head = append(head, r.stateHeaders()...)
 	head = append(head, "at once", "quota admits (binding)", "lock", "left", "with preemption")
@@ -180,17 +223,39 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 	}
-	if len(r.Findings) > 0 {
-		fmt.Fprintf(w, "\n#### Findings\n\n")
-		for _, f := range r.Findings {
-			where := "`" + f.Path + "`"
-			if f.Pos != "" {
-				where = "`" + f.Pos + "`"
-			}
-			fmt.Fprintf(w, "- **%s** `%s` %s: %s\n", f.Severity, f.Rule, where, strings.ReplaceAll(f.Message, "\n", " "))
+	fmt.Fprintf(w, "\n</details>\n\n")
+}
+
+// mdFindingsPerRule bounds the findings of one rule the markdown lists.
+const mdFindingsPerRule = 10
+
+func (r *Report) writeFindingsMarkdown(w io.Writer) {
+	if len(r.Findings) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n#### Findings\n\n")
+	perRule := map[string]int{}
+	for _, f := range r.Findings {
+		perRule[f.Rule]++
+		if perRule[f.Rule] > mdFindingsPerRule {
+			continue
+		}
+		where := "`" + f.Path + "`"
+		if f.Pos != "" {
+			where = "`" + f.Pos + "`"
+		}
+		fmt.Fprintf(w, "- **%s** `%s` %s: %s\n", f.Severity, f.Rule, where, strings.ReplaceAll(f.Message, "\n", " "))
+	}
+	var rules []string
+	for rule, n := range perRule {
+		if n > mdFindingsPerRule {
+			rules = append(rules, rule)
 		}
 	}
-	return nil
+	sort.Strings(rules)
+	for _, rule := range rules {
+		fmt.Fprintf(w, "- … and %d more `%s` findings (`-o json` lists every one)\n", perRule[rule]-mdFindingsPerRule, rule)
+	}
 }
 
 // wrap breaks text into lines of at most width runes, at spaces.

@@ -201,8 +201,14 @@ func (f *FlavorWrapper) LendingLimit(k policy.Kind, v int64) *FlavorWrapper {
 	return f
 }
 
+// Obj returns the card's quotas.
+func (f *FlavorWrapper) Obj() policy.FlavorQuotas { return f.f }
+
 // ServiceWrapper builds a service.
 type ServiceWrapper struct{ s policy.Service }
+
+// Obj returns the service.
+func (s *ServiceWrapper) Obj() policy.Service { return s.s }
 
 // MakeService starts an always-on service asking one share.
 func MakeService(name string) *ServiceWrapper {
