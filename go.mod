@@ -7,6 +7,7 @@ require (
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/argoproj/argo-workflows/v3 v3.7.3
 	github.com/go-git/go-git/v5 v5.19.3
+	github.com/owenrumney/go-sarif/v2 v2.3.3
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/spf13/cobra v1.10.2
 	k8s.io/apiextensions-apiserver v0.37.2

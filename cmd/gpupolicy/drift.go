@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpupolicy/gpupolicy/drift"
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/output"
 )
 
@@ -45,13 +46,26 @@ Workload: the GPU-memory declaration its pods carry against what Kueue
 counted, naming the jobs counted at the LimitRange default — the write-up's
 eval job that asked for 12,452 MiB and was counted as 1,024.
 
+Rules (ID, severity, reason; without --live only pin-drift applies):
+` + finding.Help(finding.Rules(finding.Drift)) + `
+
+Output: -o text (default), json (the report and its findings), yaml (the
+same document) or markdown (a scheduled report).
+
+` + ciHelp + `
+
 Exit 0 when the renders (and with --live the cluster) match and no job is
 counted at the default, 1 on drift, 2 on an error (a pin that names no
 commit, a render that fails, a cluster that cannot be read).`,
 		Example: `  gpupolicy drift --env lab
   gpupolicy drift --env lab -o markdown   # a scheduled report
   gpupolicy drift --env lab -o json
-  gpupolicy drift --env local --live`,
+  gpupolicy drift --env local --live
+
+  # A scheduled CI job: the report as markdown, an issue only on exit 1
+  gpupolicy drift --env lab --live -o markdown > drift.md; rc=$?
+  if [ $rc -eq 1 ]; then gh issue create --title "GPU policy drift" --body-file drift.md; fi
+  gpupolicy drift --env lab -o sarif > drift.sarif`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if env == "" {
@@ -79,7 +93,12 @@ commit, a render that fails, a cluster that cannot be read).`,
 			if live {
 				return runLiveDrift(cmd, t, r, cf, o.Format())
 			}
-			if err := r.Write(cmd.OutOrStdout(), o.Format()); err != nil {
+			if output.IsCI(o.Format()) {
+				err = writeCI(cmd, o.Format(), ciRun("drift", []finding.Rule{drift.RulePinDrift}, r.Findings))
+			} else {
+				err = r.Write(cmd.OutOrStdout(), o.Format())
+			}
+			if err != nil {
 				return err
 			}
 			if r.Drifted() {
@@ -91,6 +110,6 @@ commit, a render that fails, a cluster that cannot be read).`,
 	cmd.Flags().BoolVar(&live, "live", false, "also compare the environment's cluster with the pin, and check what Kueue counted")
 	cf.add(cmd)
 	cmd.Flags().StringVar(&env, "env", "", "the environment (environments/ENV)")
-	o = outputFlag(cmd, output.Text, drift.Formats...)
+	o = outputFlag(cmd, output.Text, output.WithCI(drift.Formats)...)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/gpupolicy/gpupolicy/drift"
 	"github.com/gpupolicy/gpupolicy/drift/live"
 	"github.com/gpupolicy/gpupolicy/internal/environment"
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/output"
 )
 
@@ -32,16 +33,10 @@ func runLiveDrift(cmd *cobra.Command, t *envTarget, git *drift.Report, cf cluste
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	switch format {
-	case output.JSON:
-		err = output.WriteJSON(out, r)
-	case output.YAML:
-		err = output.WriteYAML(out, r)
-	case output.Markdown:
-		err = r.Markdown(out)
-	default:
-		err = r.Text(out)
+	if output.IsCI(format) {
+		err = writeCI(cmd, format, ciRun("drift", finding.Rules(finding.Drift), r.Findings()))
+	} else {
+		err = r.Write(cmd.OutOrStdout(), format)
 	}
 	if err != nil {
 		return err

@@ -32,7 +32,10 @@ lab (a GPU-memory declaration that starts to count, a lock that grows).
 Exit 0 when pinned (or already pinned there), 2 on a bad revision or an
 environment.yaml with uncommitted changes.`,
 		Example: `  gpupolicy pin --env lab          # pin lab to HEAD
-  gpupolicy pin --env lab v2026.11 # or a tag, a branch, a SHA`,
+  gpupolicy pin --env lab v2026.11 # or a tag, a branch, a SHA
+
+  # In a release job: pin the merged commit, then push the pin's commit
+  gpupolicy pin --env lab "$GITHUB_SHA" && git push origin HEAD`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if env == "" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
 	"github.com/gpupolicy/gpupolicy/internal/output"
 	"github.com/gpupolicy/gpupolicy/internal/plan"
@@ -34,10 +35,19 @@ vets and renders both, and prints what the change does:
 
 Output: -o markdown (default, a pull-request comment), json, yaml or text.
 
+` + ciHelp + ` In a CI format plan reports the findings the change adds
+(SARIF baselineState "new") and changes ("updated"), so only they land on
+the pull request's lines.
+
 Exit 0 when planned, 1 when the change adds a finding of severity error, 2
 when the head's policy does not load or vet, or on a bad revision.`,
 		Example: `  gpupolicy plan --base origin/main
-  gpupolicy plan --base origin/main --head HEAD policies/lab -o markdown > comment.md`,
+  gpupolicy plan --base origin/main --head HEAD policies/lab -o markdown > comment.md
+
+  # In a pull request's CI job (the base branch fetched first)
+  git fetch origin "$GITHUB_BASE_REF"
+  gpupolicy plan --base "origin/$GITHUB_BASE_REF" > plan.md      # the PR comment
+  gpupolicy plan --base "origin/$GITHUB_BASE_REF" -o sarif > plan.sarif`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if base == "" {
@@ -55,7 +65,12 @@ when the head's policy does not load or vet, or on a bad revision.`,
 			if err != nil {
 				return err
 			}
-			if err := r.Write(cmd.OutOrStdout(), o.Format()); err != nil {
+			if output.IsCI(o.Format()) {
+				err = writeCI(cmd, o.Format(), planRun(r))
+			} else {
+				err = r.Write(cmd.OutOrStdout(), o.Format())
+			}
+			if err != nil {
 				return err
 			}
 			if n := r.NewErrors(); n > 0 {
@@ -66,6 +81,22 @@ when the head's policy does not load or vet, or on a bad revision.`,
 	}
 	cmd.Flags().StringVar(&base, "base", "", "the revision to compare with (a branch, tag or SHA)")
 	cmd.Flags().StringVar(&head, "head", "HEAD", "the revision with the change")
-	o = outputFlag(cmd, output.Markdown, plan.Formats...)
+	o = outputFlag(cmd, output.Markdown, output.WithCI(plan.Formats)...)
 	return cmd
+}
+
+// planRun is plan's CI run: the findings the change adds and changes, with
+// their SARIF baseline state, against the rules vet, render and explain
+// apply.
+func planRun(r *plan.Report) output.Run {
+	run := ciRun("plan", finding.Rules(finding.Vet, finding.Render, finding.Explain), nil)
+	for _, f := range r.FindingsAdded {
+		run.Findings = append(run.Findings, f)
+		run.Baseline = append(run.Baseline, "new")
+	}
+	for _, f := range r.FindingsChanged {
+		run.Findings = append(run.Findings, f)
+		run.Baseline = append(run.Baseline, "updated")
+	}
+	return run
 }

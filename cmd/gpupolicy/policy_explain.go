@@ -15,6 +15,7 @@ func init() { commands = append(commands, newExplainCmd) }
 
 func newExplainCmd() *cobra.Command {
 	var o *output.Flag
+	var states string
 	cmd := &cobra.Command{
 		Use:   "explain [POLICY_DIR]",
 		Short: "Explain what the policy does to admission: jobs at once, what binds, who starves, dead preemption",
@@ -34,22 +35,33 @@ Output: -o text (default, a table and the findings), json (the contract in
 README.md, "explain -o json: the contract"), yaml (the same document) or
 markdown (for a pull-request comment).
 
+` + ciHelp + `
+
 Exit 0 when no finding is an error, 1 when one is, 2 on a bad policy or
 usage.`,
 		Example: `  gpupolicy explain
   gpupolicy explain policies/lab -o json
-  gpupolicy explain policies/lab -o markdown > comment.md`,
+  gpupolicy explain policies/lab -o markdown > comment.md
+
+  # In CI: fail the job on an error finding, annotate the policy lines
+  gpupolicy explain -o github
+  gpupolicy explain -o sarif > gpupolicy-explain.sarif`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := policy.Load(policyDirArg(args))
 			if err != nil {
 				return err
 			}
-			r, err := admission.Explain(p)
+			r, err := admission.ExplainWith(p, admission.Options{States: states})
 			if err != nil {
 				return err
 			}
-			if err := r.Write(cmd.OutOrStdout(), o.Format()); err != nil {
+			if output.IsCI(o.Format()) {
+				err = writeCI(cmd, o.Format(), ciRun("explain", finding.Rules(finding.Vet, finding.Explain), r.Findings))
+			} else {
+				err = r.Write(cmd.OutOrStdout(), o.Format())
+			}
+			if err != nil {
 				return err
 			}
 			if r.HasErrors() {
@@ -58,6 +70,9 @@ usage.`,
 			return nil
 		},
 	}
-	o = outputFlag(cmd, output.Text, admission.Formats...)
+	o = outputFlag(cmd, output.Text, output.WithCI(admission.Formats)...)
+	cmd.Flags().StringVar(&states, "states", admission.StatesAuto, fmt.Sprintf(
+		"per-service-state rows: auto (up to %d on-demand services), all (up to %d, refused above), none; the answer per template and priority never needs them",
+		admission.AutoOnDemand, admission.MaxOnDemand))
 	return cmd
 }

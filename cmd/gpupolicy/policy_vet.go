@@ -35,10 +35,16 @@ Rules (ID, severity, reason):
 Output: -o text (default: the problems on stderr), json or yaml (the policy
 and its findings on stdout, each as in explain -o json).
 
+` + ciHelp + `
+
 Exit 0 when the policy is clean, 2 on any problem.`,
 		Example: `  gpupolicy vet
   gpupolicy vet policies/lab
-  gpupolicy vet policies/lab -o json`,
+  gpupolicy vet policies/lab -o json
+
+  # In CI: annotations on the pull request's lines, and SARIF for code scanning
+  gpupolicy vet -o github
+  gpupolicy vet -o sarif > gpupolicy-vet.sarif`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := policyDirArg(args)
@@ -53,6 +59,15 @@ Exit 0 when the policy is clean, 2 on any problem.`,
 			default:
 				r.Policy, r.Valid, r.p = p.Name, true, p
 			}
+			if output.IsCI(o.Format()) {
+				if err := writeCI(cmd, o.Format(), ciRun("vet", vetRulesChecked(r.Findings), r.Findings)); err != nil {
+					return err
+				}
+				if !r.Valid {
+					return fmt.Errorf("%d problem(s) in the policy", len(r.Findings))
+				}
+				return nil
+			}
 			if o.Format() == output.Text && !r.Valid {
 				return ds // exitCode prints them on stderr
 			}
@@ -65,7 +80,7 @@ Exit 0 when the policy is clean, 2 on any problem.`,
 			return nil
 		},
 	}
-	o = outputFlag(cmd, output.Text, vetFormats...)
+	o = outputFlag(cmd, output.Text, output.WithCI(vetFormats)...)
 	return cmd
 }
 
@@ -98,4 +113,16 @@ func (r *vetReport) Write(w io.Writer, f output.Format) error {
 	_, err := fmt.Fprintf(w, "%s: policy %q is valid: %d card(s), %d service(s), %d queue(s), %d priorities, %d lock(s), %d template(s)\n",
 		r.Dir, p.Name, len(p.Cards), len(p.Services), len(p.Queues), len(p.Priorities), len(p.Locks), len(p.Templates))
 	return err
+}
+
+// vetRulesChecked are the rules vet applied: all of them, or only syntax
+// and schema when the policy does not parse or fit the schema (the
+// semantic rules never ran, so a CI report does not show them as passed).
+func vetRulesChecked(fs []finding.Finding) []finding.Rule {
+	for _, f := range fs {
+		if f.Rule == policy.RuleSyntax.ID || f.Rule == policy.RuleSchema.ID {
+			return []finding.Rule{policy.RuleSyntax, policy.RuleSchema}
+		}
+	}
+	return finding.Rules(finding.Vet)
 }

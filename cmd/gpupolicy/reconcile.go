@@ -45,7 +45,10 @@ admission check runs, nothing is stored, nothing is pruned.
 Exit 0 when the cluster matches the pin, 2 on an error.`,
 		Example: `  gpupolicy reconcile --env local --dry-run
   gpupolicy reconcile --env local
-  gpupolicy reconcile --env lab --context lab-admin`,
+  gpupolicy reconcile --env lab --context lab-admin
+
+  # In a deploy job (no GitOps engine): preview in the log, then apply
+  gpupolicy reconcile --env lab --dry-run && gpupolicy reconcile --env lab -o json > reconcile.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if env == "" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/output"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/verify"
@@ -73,11 +74,17 @@ On the local cluster (environments/local) pods run on a KWOK-simulated GPU
 node for --hold (the annotation gpupolicy.dev/run-seconds); there are no
 logs, so start and end come from container status.
 
+Rules (ID, severity, reason):
+` + finding.Help(finding.Rules(finding.Verify)) + `
+
 Exit 0 when the cluster admitted what the policy predicts, 1 on a
 disagreement, 2 on a usage error, an unreachable cluster, or an interrupt.`,
 		Example: `  gpupolicy verify --env local --levels 1,2,3,4,5 --batches 3 --hold 60s --report out/verify
   gpupolicy verify --env lab --levels 4 --batches 1 --hold 30s --cancel -o markdown
-  gpupolicy verify --env lab --kubeconfig ~/.kube/lab --context lab-admin --levels 1-5`,
+  gpupolicy verify --env lab --kubeconfig ~/.kube/lab --context lab-admin --levels 1-5
+
+  # In a post-deploy CI job: the report as a build artifact, the job failing on exit 1
+  gpupolicy verify --env lab --levels 1,4 --batches 1 --hold 30s --report out/verify -o markdown`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runVerify(cmd, f) },
 	}
