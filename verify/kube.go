@@ -99,10 +99,10 @@ func ownerName(w *kueue.Workload) string {
 	return ""
 }
 
-// namesService reports whether an object name belongs to a service: it
+// NamesService reports whether an object name belongs to a service: it
 // equals the service's name, starts with "NAME-", or contains "-NAME-"
 // (Kueue names a pod's Workload "pod-NAME-…").
-func namesService(obj, svc string) bool {
+func NamesService(obj, svc string) bool {
 	return obj == svc || strings.HasPrefix(obj, svc+"-") || strings.Contains(obj, "-"+svc+"-")
 }
 
@@ -150,7 +150,7 @@ func ReadState(ctx context.Context, c Clients, p *policy.Policy) (State, error) 
 		var since time.Time
 		for i := range ws {
 			w := &ws[i]
-			named := namesService(w.Name, n) || namesService(ownerName(w), n)
+			named := NamesService(w.Name, n) || NamesService(ownerName(w), n)
 			if !named && !alone {
 				continue
 			}

@@ -1,0 +1,124 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
+	"github.com/gpupolicy/gpupolicy/verify"
+)
+
+// AnnotationLastRequest is where status reads an on-demand service's last
+// request: an RFC 3339 time on the service's pod, written by whatever
+// routes requests to it (the gateway that wakes the 7B). Without it,
+// status knows only when the service came up.
+const AnnotationLastRequest = "gpupolicy.dev/last-request"
+
+// Observed is what status reads from the cluster: the objects behind every
+// verdict. Analyze needs nothing else, so tests build it by hand.
+type Observed struct {
+	// Now is when the objects were read.
+	Now time.Time
+	// Workflows are the Argo Workflows in the policy's job namespaces.
+	Workflows []wfv1.Workflow
+	// Workloads are the Kueue Workloads in the policy's namespaces.
+	Workloads []kueue.Workload
+	// Pods are the pods in the policy's namespaces, and every pod elsewhere
+	// that asks for the card's shares (they take node room outside Kueue).
+	Pods []corev1.Pod
+	// Events are the scheduler's FailedScheduling events of those pods.
+	Events []corev1.Event
+	// LockSizes are the live semaphore sizes (lock → size) from the
+	// policy's semaphore ConfigMap; a lock missing here has the policy's.
+	LockSizes map[string]int64
+	// State is which on-demand services are up (verify.ReadState's rule).
+	State verify.State
+}
+
+// Clients are the API clients status reads through (get and list only).
+type Clients = verify.Clients
+
+// Read reads the objects status analyzes. It only gets and lists.
+func Read(ctx context.Context, c Clients, p *policy.Policy) (*Observed, error) {
+	o := &Observed{Now: time.Now(), LockSizes: map[string]int64{}}
+	st, err := verify.ReadState(ctx, c, p)
+	if err != nil {
+		return nil, err
+	}
+	o.State = st
+	nss := sets.New(p.Namespaces()...)
+	for _, ns := range sets.List(nss) {
+		ws, err := verify.ListWorkloads(ctx, c, ns)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading Workloads in %s: %w", ns, err)
+		}
+		o.Workloads = append(o.Workloads, ws...)
+		ev, err := c.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
+		if err != nil {
+			return nil, fmt.Errorf("reading events in %s: %w", ns, err)
+		}
+		o.Events = append(o.Events, ev.Items...)
+	}
+	for _, ns := range p.JobNamespaces() {
+		l, err := c.Dynamic.Resource(contract.GVRWorkflow).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading Workflows in %s: %w", ns, err)
+		}
+		for i := range l.Items {
+			var wf wfv1.Workflow
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(l.Items[i].Object, &wf); err != nil {
+				return nil, fmt.Errorf("decoding Workflow %s/%s: %w", ns, l.Items[i].GetName(), err)
+			}
+			o.Workflows = append(o.Workflows, wf)
+		}
+		if p.SemaphoreConfigMap != "" {
+			cm, err := c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, p.SemaphoreConfigMap, metav1.GetOptions{})
+			if err == nil {
+				for k, v := range cm.Data {
+					if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+						o.LockSizes[k] = n
+					}
+				}
+			} else if !apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("reading the semaphore ConfigMap %s/%s: %w", ns, p.SemaphoreConfigMap, err)
+			}
+		}
+	}
+	pods, err := c.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading pods: %w", err)
+	}
+	shares := corev1.ResourceName(p.Resource(policy.Shares))
+	for _, pod := range pods.Items {
+		q := podRequests(&pod)[shares]
+		if nss.Has(pod.Namespace) || q.Sign() > 0 {
+			o.Pods = append(o.Pods, pod)
+		}
+	}
+	return o, nil
+}
+
+// podRequests sums a pod's container requests.
+func podRequests(pod *corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, c := range pod.Spec.Containers {
+		for n, q := range c.Resources.Requests {
+			cur := out[n]
+			cur.Add(q)
+			out[n] = cur
+		}
+	}
+	return out
+}
