@@ -56,6 +56,18 @@ test: build cue cluster-build testjob-deps
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./render/ ./internal/admission/
 
+# Fuzz the policy loader, vet, render and explain (FuzzPolicy, seeded with
+# the lab and the vet scenarios) for FUZZTIME; plain go test runs the seeds.
+# mutate runs the built gpupolicy over MUTANTS mutated copies of the lab.
+FUZZTIME ?= 5m
+MUTANTS  ?= 3000
+.PHONY: fuzz mutate
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzPolicy$$' -fuzztime $(FUZZTIME) ./internal/policy/
+
+mutate:
+	$(GO) run ./hack/mutate -n $(MUTANTS)
+
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 

@@ -95,6 +95,10 @@ func encode(p *policy.Policy, objs []Object) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ds := nameClashes(p, objs); len(ds) > 0 {
+		ds.SortByPos()
+		return nil, ds
+	}
 	res := &Result{Files: map[string][]byte{}}
 	seen := map[string]string{}
 	var ds finding.List

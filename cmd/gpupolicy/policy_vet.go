@@ -10,6 +10,7 @@ import (
 	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/output"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render"
 )
 
 func init() { commands = append(commands, newVetCmd) }
@@ -25,9 +26,11 @@ func newVetCmd() *cobra.Command {
 		Use:   "vet [POLICY_DIR]",
 		Short: "Check a policy against the schema and the semantic rules",
 		Long: `vet evaluates the CUE policy in POLICY_DIR (default policies/lab) against the
-schema embedded in gpupolicy, then applies the semantic rules below. Every
-problem is printed as file:line:col: rule: message, positions relative to the
-current directory.
+schema embedded in gpupolicy, then applies the semantic rules below and
+every check render applies before it writes (the CRDs, rule crd), so that a
+policy that vets renders. Every problem is printed as file:line:col: rule:
+message, positions relative to the current directory, in the policy's own
+files.
 
 Rules (ID, severity, reason):
 ` + finding.Help(finding.Rules(finding.Vet)) + `
@@ -49,6 +52,14 @@ Exit 0 when the policy is clean, 2 on any problem.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := policyDirArg(args)
 			p, err := policy.Load(dir)
+			if err == nil {
+				// What render would refuse (a name clash, a CRD), vet
+				// refuses first: a policy that vets renders.
+				var ds finding.List
+				if ds, err = render.Check(p); err == nil && len(ds) > 0 {
+					err = ds
+				}
+			}
 			r := &vetReport{Dir: dir, Findings: []finding.Finding{}}
 			var ds finding.List
 			switch {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpupolicy/gpupolicy/internal/environment"
 	"github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
 	"github.com/gpupolicy/gpupolicy/internal/output"
 )
@@ -18,10 +19,12 @@ func newReconcileCmd() *cobra.Command {
 		env    string
 		o      *output.Flag
 		dryRun bool
+		noNode bool
+		only   bool
 		cf     clusterFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "reconcile --env ENV [--kubeconfig F] [--context C] [--dry-run]",
+		Use:   "reconcile --env ENV [--kubeconfig F] [--context C] [--dry-run] [--nodes-only|--skip-nodes]",
 		Short: "Apply the render at an environment's pin to its cluster",
 		Long: `reconcile brings environment ENV's cluster to the render at its pin (the
 commit in environments/ENV/environment.yaml), read straight from git objects:
@@ -35,14 +38,26 @@ commit in environments/ENV/environment.yaml), read straight from git objects:
     one stops the run before anything is applied;
   - pruning of the objects gpupolicy owns (labels
     app.kubernetes.io/managed-by=gpupolicy and gpupolicy.dev/environment=ENV)
-    that the pin no longer renders. Namespaces are never pruned.
+    that the pin no longer renders. Namespaces are never pruned;
+  - node readiness, from the policy at the pin: every node a card's
+    nodes.selector picks is made to advertise the declaration resource
+    (gpupolicy.dev/gpu-memory = the card's memory in MiB × cardsPerNode) in
+    its status, and to carry nvidia.com/device-plugin.config=CARD, by which
+    the device plugin picks the card's time-slicing config. Field manager
+    "gpupolicy-node-readiness" owns both and nothing else of a Node; a node
+    that left every selection has both taken off. A card whose selector
+    matches no node is a finding (exit 1), not an error. --skip-nodes leaves
+    nodes alone (a cluster whose scheduler ignores the declaration resource:
+    see the README); --nodes-only does only this (a cluster whose GitOps
+    engine, Flux or Argo CD, applies the render).
 
 A second run changes nothing and says so. When a run fails midway it lists
 what was applied, what failed and what was not reached; run it again to
 complete it. --dry-run sends everything with the API server's dry run: every
 admission check runs, nothing is stored, nothing is pruned.
 
-Exit 0 when the cluster matches the pin, 2 on an error.`,
+Exit 0 when the cluster matches the pin, 1 when a card has no node or a
+node is selected for two cards, 2 on an error.`,
 		Example: `  gpupolicy reconcile --env local --dry-run
   gpupolicy reconcile --env local
   gpupolicy reconcile --env lab --context lab-admin
@@ -73,27 +88,63 @@ Exit 0 when the cluster matches the pin, 2 on an error.`,
 			}
 			fmt.Fprintf(stderr, "%s %s (%d objects from %s) on %s\n", verb, env, len(set), side.Source(), where)
 			r := &reconcile.Reconciler{Client: c.Dynamic, Mapper: c.Mapper}
-			res, applyErr := r.Apply(cmd.Context(), unstructuredObjects(set), reconcile.Options{
-				Owner:  ownerLabels(env),
-				DryRun: dryRun,
-				Progress: func(ch reconcile.Change) {
-					if ch.Action != reconcile.Unchanged && ch.Action != reconcile.NotApplied {
-						fmt.Fprintf(stderr, "  %s\n", ch)
-					}
-				},
-			})
+			if only {
+				if noNode {
+					return usageError{errors.New("--nodes-only and --skip-nodes exclude each other")}
+				}
+			}
+			res, applyErr := &reconcile.Result{DryRun: dryRun, Changes: []reconcile.Change{}}, error(nil)
+			if !only { // with --nodes-only, the GitOps engine applies the render
+				res, applyErr = r.Apply(cmd.Context(), unstructuredObjects(set), reconcile.Options{
+					Owner:  ownerLabels(env),
+					DryRun: dryRun,
+					Progress: func(ch reconcile.Change) {
+						if ch.Action != reconcile.Unchanged && ch.Action != reconcile.NotApplied {
+							fmt.Fprintf(stderr, "  %s\n", ch)
+						}
+					},
+				})
+			}
+			if applyErr == nil && !noNode {
+				applyErr = readyNodes(cmd, t, side.Commit.Hash, r, res, dryRun)
+			}
 			rep := &reconcileReport{env: env, res: res, applyErr: applyErr}
 			if err := rep.Write(cmd.OutOrStdout(), o.Format()); err != nil {
 				return err
+			}
+			if applyErr == nil && res.NodeFindings.HasErrors() {
+				return findingsError{}
 			}
 			return applyErr
 		},
 	}
 	cmd.Flags().StringVar(&env, "env", "", "the environment (environments/ENV)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "use the API server's dry run; change nothing")
+	cmd.Flags().BoolVar(&only, "nodes-only", false, "only make the GPU nodes ready (a cluster whose GitOps engine applies the render)")
+	cmd.Flags().BoolVar(&noNode, "skip-nodes", false, "leave GPU nodes alone (no declaration advertised, no device-plugin config label)")
 	o = outputFlag(cmd, output.Text, reconcileFormats...)
 	cf.add(cmd)
 	return cmd
+}
+
+// readyNodes runs node readiness from the policy at the pin and records it
+// in res.
+func readyNodes(cmd *cobra.Command, t *envTarget, pin string, r *reconcile.Reconciler, res *reconcile.Result, dryRun bool) error {
+	p, err := environment.PolicyAt(t.Repo, pin, t.Env.Policy)
+	if err != nil {
+		return fmt.Errorf("the policy at the pin: %w", err)
+	}
+	stderr := cmd.ErrOrStderr()
+	nodes, rep, err := r.ReadyNodes(cmd.Context(), p, dryRun, func(ch reconcile.Change) {
+		if ch.Action != reconcile.Unchanged {
+			fmt.Fprintf(stderr, "  %s\n", ch)
+		}
+	})
+	res.Nodes = nodes
+	if rep != nil {
+		res.NodeFindings = rep.Findings()
+	}
+	return err
 }
 
 func writeReconcileSummary(w io.Writer, env string, res *reconcile.Result, applyErr error) {
@@ -114,9 +165,12 @@ func writeReconcileSummary(w io.Writer, env string, res *reconcile.Result, apply
 		}
 		fmt.Fprintf(w, "run it again to complete it\n")
 	case !res.Changed():
-		fmt.Fprintf(w, "%s%s: nothing to change, the cluster matches the pin (%d objects)\n", prefix, env, len(res.Changes))
+		fmt.Fprintf(w, "%s%s: nothing to change, the cluster matches the pin (%d objects, %d GPU nodes ready)\n", prefix, env, len(res.Changes), len(res.Nodes))
 	default:
-		fmt.Fprintf(w, "%s%s: %s\n", prefix, env, counts)
+		fmt.Fprintf(w, "%s%s: %s; %d of %d GPU nodes made ready\n", prefix, env, counts, res.NodesChanged(), len(res.Nodes))
+	}
+	for _, f := range res.NodeFindings {
+		fmt.Fprintf(w, "%s %s: %s\n", f.Severity, f.Rule, f.Message)
 	}
 }
 

@@ -3,6 +3,7 @@ package live
 import (
 	"github.com/gpupolicy/gpupolicy/drift"
 	"github.com/gpupolicy/gpupolicy/internal/finding"
+	"github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
 )
 
 // The rules drift --live applies to the cluster.
@@ -28,6 +29,14 @@ func (r *Report) Findings() finding.List {
 		}
 		f := RuleCountedAtDefault.New(w.Message)
 		f.Object = drift.Ref("Workload", w.Namespace, w.Workload)
+		out = append(out, f)
+	}
+	if r.Live.Nodes != nil {
+		out = append(out, r.Live.Nodes.Findings()...)
+	}
+	for _, pp := range r.Live.Unschedulable {
+		f := reconcile.RulePodUnschedulable.New(pp.Message)
+		f.Object = drift.Ref("Pod", pp.Namespace, pp.Name)
 		out = append(out, f)
 	}
 	return out

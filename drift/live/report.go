@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/gpupolicy/gpupolicy/drift"
+	"github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
@@ -20,6 +21,11 @@ type Report struct {
 		Cluster     string             `json:"cluster"`
 		Differences []drift.Difference `json:"differences"`
 		Workloads   []WorkloadCount    `json:"workloads"`
+		// Nodes is the GPU nodes' readiness (reconcile's node readiness,
+		// read only); Unschedulable, the GPU pods the scheduler cannot
+		// place.
+		Nodes         *reconcile.NodeReport `json:"nodes"`
+		Unschedulable []PendingPod          `json:"unschedulable"`
 	} `json:"live"`
 }
 
@@ -40,6 +46,12 @@ func Check(ctx context.Context, side *Side, git *drift.Report, p *policy.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("reading Workloads (%s): %w", side.Where, err)
 	}
+	if r.Live.Nodes, err = reconcile.ReadNodes(ctx, side.Client, p); err != nil {
+		return nil, fmt.Errorf("reading GPU nodes (%s): %w", side.Where, err)
+	}
+	if r.Live.Unschedulable, err = Unschedulable(ctx, side.Client, p.DeclarationResource); err != nil {
+		return nil, fmt.Errorf("reading pending pods (%s): %w", side.Where, err)
+	}
 	if r.Live.Differences == nil {
 		r.Live.Differences = []drift.Difference{}
 	}
@@ -52,7 +64,10 @@ func Check(ctx context.Context, side *Side, git *drift.Report, p *policy.Policy)
 // Drifted reports drift anywhere: between the pin and HEAD, between the pin
 // and the cluster, or a Workload counted at the GPU-memory default.
 func (r *Report) Drifted() bool {
-	if r.Git.Drifted() || len(r.Live.Differences) > 0 {
+	if r.Git.Drifted() || len(r.Live.Differences) > 0 || len(r.Live.Unschedulable) > 0 {
+		return true
+	}
+	if r.Live.Nodes != nil && len(r.Live.Nodes.Findings()) > 0 {
 		return true
 	}
 	for _, w := range r.Live.Workloads {
@@ -92,7 +107,28 @@ func (r *Report) Text(w io.Writer) error {
 	for _, wc := range def {
 		fmt.Fprintf(w, "  %s/%s: %s\n", wc.Namespace, wc.Workload, wc.Message)
 	}
+	r.nodesText(w, "  ")
 	return nil
+}
+
+// nodesText prints the GPU nodes' readiness and the pods they hold up.
+func (r *Report) nodesText(w io.Writer, indent string) {
+	if r.Live.Nodes == nil {
+		return
+	}
+	ready := 0
+	for _, n := range r.Live.Nodes.Nodes {
+		if n.Ready {
+			ready++
+		}
+	}
+	fmt.Fprintf(w, "\nGPU nodes: %d selected by the policy, %d ready\n", len(r.Live.Nodes.Nodes), ready)
+	for _, f := range r.Live.Nodes.Findings() {
+		fmt.Fprintf(w, "%s%s\n", indent, f.Message)
+	}
+	for _, pp := range r.Live.Unschedulable {
+		fmt.Fprintf(w, "%s%s\n", indent, pp.Message)
+	}
 }
 
 // Markdown prints the report for a scheduled report or a pull request.
@@ -111,6 +147,10 @@ func (r *Report) Markdown(w io.Writer) error {
 	fmt.Fprintf(w, "\n### Workloads\n\n%d Workloads, %d counted at the GPU-memory default.\n", len(r.Live.Workloads), len(def))
 	for _, wc := range def {
 		fmt.Fprintf(w, "- `%s/%s`: %s\n", wc.Namespace, wc.Workload, wc.Message)
+	}
+	if r.Live.Nodes != nil {
+		fmt.Fprintf(w, "\n### GPU nodes\n\n")
+		r.nodesText(w, "- ")
 	}
 	return nil
 }

@@ -48,6 +48,7 @@ func main() {
 	timeout := flag.Duration("timeout", 30*time.Second, "per command; a command that runs longer is a hang")
 	show := flag.Int("show", 2, "examples printed per class of failure")
 	keep := flag.Bool("keep", false, "keep the temp dir (and the failing mutants in it)")
+	logFile := flag.String("log", "", "write every problem found to this file")
 	flag.Parse()
 
 	base, err := readPolicy(*policyDir)
@@ -103,6 +104,11 @@ func main() {
 	wg.Wait()
 
 	report(results, mutants, *show)
+	if *logFile != "" {
+		if err := writeLog(*logFile, results, mutants); err != nil {
+			fatal(err)
+		}
+	}
 	if *keep {
 		fmt.Printf("kept %s\n", tmp)
 	}
@@ -346,4 +352,15 @@ func report(results []result, mutants []*mutant, show int) {
 			fmt.Printf("\n%s, e.g.:\n%s\n", c, strings.Join(examples[c], "\n"))
 		}
 	}
+}
+
+// writeLog writes every problem, one block per mutant.
+func writeLog(path string, results []result, mutants []*mutant) error {
+	var b strings.Builder
+	for i, r := range results {
+		for _, p := range r.problems {
+			fmt.Fprintf(&b, "%s [%s] %s\n    %s\n", mutants[i].name, strings.Join(mutants[i].ops, "; "), p.class, p.detail)
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

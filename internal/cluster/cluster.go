@@ -49,11 +49,16 @@ import (
 const (
 	// DefaultNodeName is the fake GPU node KWOK manages.
 	DefaultNodeName = "gpu-node-0"
+	// SecondNodeName is a second GPU node, with another card model (an
+	// NVIDIA L4), so that multi-node and multi-card policies are exercised.
+	SecondNodeName = "gpu-node-1"
 	// ResourceGPU is one time-slicing share of the card
 	// (policy.ResourceShares, as the device plugin advertises it).
 	ResourceGPU corev1.ResourceName = policy.ResourceShares
 	// ResourceGPUMemory is the GPU-memory declaration extended resource
-	// (render's contract.DefaultDeclarationResource).
+	// (render's contract.DefaultDeclarationResource). No node advertises it
+	// when the cluster starts, as on a real cluster: gpupolicy reconcile's
+	// node readiness makes the policy's nodes advertise it.
 	ResourceGPUMemory corev1.ResourceName = contract.DefaultDeclarationResource
 	// AnnotationRunSeconds on a pod makes the simulated node run it for that
 	// many seconds (a number, or a Go duration such as "1m30s") before it
@@ -90,6 +95,9 @@ type Options struct {
 	Detach bool
 	// Node is the simulated GPU node; zero fields take DefaultNode's values.
 	Node NodeOptions
+	// MoreNodes are further simulated GPU nodes; nil means SecondNode(),
+	// an empty non-nil slice none.
+	MoreNodes []NodeOptions
 	// ArgoFullCRDs installs Argo's full CRDs (complete OpenAPI schemas, as
 	// with `kubectl apply --server-side` of manifests/base/crds/full)
 	// instead of the minimal ones Argo's quick-start install uses.
@@ -107,8 +115,10 @@ type NodeOptions struct {
 	Labels   map[string]string
 }
 
-// DefaultNode is the lab's GPU node: one RTX 5060 Ti time-sliced into 8
-// shares, declaring 16,311 MiB of GPU memory.
+// DefaultNode is the lab's GPU node as a real one starts: one RTX 5060 Ti
+// time-sliced into 8 shares of nvidia.com/gpu (what the NVIDIA device
+// plugin advertises), GPU feature discovery's labels, and nothing else: no
+// declaration resource, no device-plugin config label.
 func DefaultNode() NodeOptions {
 	return NodeOptions{
 		Name: DefaultNodeName,
@@ -117,7 +127,6 @@ func DefaultNode() NodeOptions {
 			corev1.ResourceMemory: mustQuantity("64Gi"),
 			corev1.ResourcePods:   mustQuantity("110"),
 			ResourceGPU:           mustQuantity("8"),
-			ResourceGPUMemory:     mustQuantity("16311Mi"),
 		},
 		Labels: map[string]string{
 			"nvidia.com/gpu.product":          "NVIDIA-GeForce-RTX-5060-Ti-SHARED", // GFD adds -SHARED on a time-sliced card
@@ -125,6 +134,28 @@ func DefaultNode() NodeOptions {
 			"nvidia.com/gpu.replicas":         "8",
 			"nvidia.com/gpu.sharing-strategy": "time-slicing",
 			"nvidia.com/gpu.memory":           "16311",
+		},
+	}
+}
+
+// SecondNode is a second GPU node as a real one starts, with another card
+// model: one NVIDIA L4 (24 GB, 23,034 MiB), time-sliced into 4 shares. The
+// lab policy does not select it.
+func SecondNode() NodeOptions {
+	return NodeOptions{
+		Name: SecondNodeName,
+		Capacity: corev1.ResourceList{
+			corev1.ResourceCPU:    mustQuantity("8"),
+			corev1.ResourceMemory: mustQuantity("32Gi"),
+			corev1.ResourcePods:   mustQuantity("110"),
+			ResourceGPU:           mustQuantity("4"),
+		},
+		Labels: map[string]string{
+			"nvidia.com/gpu.product":          "NVIDIA-L4-SHARED",
+			"nvidia.com/gpu.count":            "1",
+			"nvidia.com/gpu.replicas":         "4",
+			"nvidia.com/gpu.sharing-strategy": "time-slicing",
+			"nvidia.com/gpu.memory":           "23034",
 		},
 	}
 }
@@ -202,6 +233,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if opts.Node.Labels == nil {
 		opts.Node.Labels = def.Labels
+	}
+	if opts.MoreNodes == nil {
+		opts.MoreNodes = []NodeOptions{SecondNode()}
 	}
 	logf := opts.Logf
 	if logf == nil {
@@ -289,6 +323,15 @@ func (c *Cluster) Ports() Ports { return c.ports }
 
 // NodeName returns the name of the simulated GPU node.
 func (c *Cluster) NodeName() string { return c.opts.Node.Name }
+
+// NodeNames returns the names of every simulated GPU node, NodeName first.
+func (c *Cluster) NodeNames() []string {
+	out := []string{c.opts.Node.Name}
+	for _, n := range c.opts.MoreNodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
 
 // StartupTime is how long Start took.
 func (c *Cluster) StartupTime() time.Duration { return c.started }

@@ -358,7 +358,7 @@ func (c *Cluster) startRest(ctx context.Context, core []*process) error {
 			return c.waitReady(ctx, "kueue webhooks answering", all, c.kueueWebhookAnswers)
 		},
 		func() error {
-			return c.waitReady(ctx, "node "+c.opts.Node.Name+" Ready", all, c.nodeReady)
+			return c.waitReady(ctx, "nodes "+strings.Join(c.NodeNames(), ", ")+" Ready", all, c.nodesReady)
 		},
 		func() error {
 			return c.waitReady(ctx, "argo workflow-controller leading", all, func(ctx context.Context) (bool, error) {
@@ -457,7 +457,15 @@ func (c *Cluster) tlsClient() *http.Client {
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
 
 func (c *Cluster) createNode(ctx context.Context) error {
-	n := c.opts.Node
+	for _, n := range append([]NodeOptions{c.opts.Node}, c.opts.MoreNodes...) {
+		if err := c.createOneNode(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) createOneNode(ctx context.Context, n NodeOptions) error {
 	labels := map[string]string{
 		"kubernetes.io/hostname": n.Name,
 		"kubernetes.io/os":       "linux",
@@ -484,8 +492,17 @@ func (c *Cluster) createNode(ctx context.Context) error {
 	return nil
 }
 
-func (c *Cluster) nodeReady(ctx context.Context) (bool, error) {
-	node, err := c.client.CoreV1().Nodes().Get(ctx, c.opts.Node.Name, metav1.GetOptions{})
+func (c *Cluster) nodesReady(ctx context.Context) (bool, error) {
+	for _, name := range c.NodeNames() {
+		if ok, err := c.nodeReady(ctx, name); !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func (c *Cluster) nodeReady(ctx context.Context, name string) (bool, error) {
+	node, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return false, err
 	}

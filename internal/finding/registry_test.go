@@ -20,6 +20,7 @@ import (
 	_ "github.com/gpupolicy/gpupolicy/drift"
 	_ "github.com/gpupolicy/gpupolicy/drift/live"
 	_ "github.com/gpupolicy/gpupolicy/internal/admission"
+	_ "github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	_ "github.com/gpupolicy/gpupolicy/render"
 	_ "github.com/gpupolicy/gpupolicy/verify"

@@ -12,7 +12,6 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
-	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/load"
 	"cuelang.org/go/cue/token"
 
@@ -32,18 +31,39 @@ func Load(dir string) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading policy %s: %w", dir, err)
 	}
+	display := displayRelative(dir)
 	files := map[string][]byte{}
+	var refused finding.List
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".cue") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		// Stat, never open, what is not a regular file: opening a named
+		// pipe blocks until someone writes to it, a device may never end.
+		path := filepath.Join(dir, e.Name())
+		fi, err := os.Stat(path)
+		switch {
+		case err != nil:
+			refused = append(refused, fileFinding(display(e.Name()), "cannot be read: %v", err))
+			continue
+		case fi.IsDir():
+			continue
+		case !fi.Mode().IsRegular():
+			refused = append(refused, fileFinding(display(e.Name()),
+				"is not a regular file (%s): a policy file is plain CUE text; gpupolicy does not read it", fileKind(fi.Mode())))
+			continue
+		}
+		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, err
+			refused = append(refused, fileFinding(display(e.Name()), "cannot be read: %v", err))
+			continue
 		}
 		files[e.Name()] = b
 	}
-	display := displayRelative(dir)
+	if len(refused) > 0 {
+		refused.SortByPos()
+		return nil, refused
+	}
 	return LoadFiles(files, func(name string) string { return display(name) })
 }
 
@@ -84,9 +104,14 @@ func LoadFiles(files map[string][]byte, display func(name string) string) (*Poli
 		}
 		fsys["schema/"+name] = &fstest.MapFile{Data: b}
 	}
+	files = normalizeLineEndings(files)
+	if ds := checkFiles(files, display); len(ds) > 0 {
+		return nil, ds
+	}
 	for name, b := range files {
 		fsys["policy/"+name] = &fstest.MapFile{Data: b}
 	}
+	cc := &cueContext{fallback: fallbackPos(files, display)}
 	fromFS := func(p string) string {
 		p = strings.TrimPrefix(p, "/")
 		if strings.HasPrefix(p, "policy/") {
@@ -97,25 +122,33 @@ func LoadFiles(files map[string][]byte, display func(name string) string) (*Poli
 	cfg := &load.Config{FS: fsys, Dir: "/", FromFSPath: fromFS}
 	insts := load.Instances([]string{"./policy", "./schema"}, cfg)
 	ctx := cuecontext.New()
-	var vals []cue.Value
+	cc.raw = func() cue.Value { return rawPolicy(ctx, fsys, fromFS) }
 	for _, inst := range insts {
 		if inst.Err != nil {
-			return nil, fromCUE(inst.Err, RuleSyntax)
+			return nil, fromCUE(inst.Err, RuleSyntax, cc)
 		}
-		v := ctx.BuildInstance(inst)
-		if err := v.Err(); err != nil {
-			return nil, fromCUE(err, RuleSchema)
-		}
-		vals = append(vals, v)
 	}
-	def := vals[1].LookupPath(cue.ParsePath("#Policy"))
-	v := vals[0].Unify(def)
+	// The schema first: a policy embeds #Policy, so its own build already
+	// reports schema errors, and fromCUE words them from the schema.
+	sv := ctx.BuildInstance(insts[1])
+	if err := sv.Err(); err != nil {
+		return nil, fmt.Errorf("the embedded schema does not build (a bug): %w", err)
+	}
+	def := sv.LookupPath(cue.ParsePath("#Policy"))
+	cc.def = def
+	pv := ctx.BuildInstance(insts[0])
+	cc.user, cc.unified = pv, pv
+	if err := pv.Err(); err != nil {
+		return nil, fromCUE(err, RuleSchema, cc)
+	}
+	v := pv.Unify(def)
+	cc.unified = v
 	if err := v.Validate(cue.Concrete(true), cue.Final()); err != nil {
-		return nil, fromCUE(err, RuleSchema)
+		return nil, fromCUE(err, RuleSchema, cc)
 	}
 	raw, err := v.MarshalJSON()
 	if err != nil {
-		return nil, fromCUE(err, RuleSchema)
+		return nil, fromCUE(err, RuleSchema, cc)
 	}
 	var w wirePolicy
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
@@ -124,93 +157,11 @@ func LoadFiles(files map[string][]byte, display func(name string) string) (*Poli
 		return nil, fmt.Errorf("decoding policy (schema and model disagree, a bug): %w", err)
 	}
 	p := w.model()
-	p.src = source{v: v}
+	p.src = source{v: v, fallback: cc.fallback}
 	if ds := p.Check(); len(ds) > 0 {
 		return nil, ds
 	}
 	return p, nil
-}
-
-// fromCUE converts CUE errors to findings, one per error, each with the
-// position of the policy value that failed and the constraint it failed.
-// rule is RuleSyntax for errors loading and parsing the files, RuleSchema
-// for a failed constraint.
-func fromCUE(err error, rule finding.Rule) finding.List {
-	var ds finding.List
-	seen := map[string]bool{}
-	for _, e := range cueerrors.Errors(err) {
-		pos := e.Position()
-		for _, p := range e.InputPositions() {
-			// Prefer a position in the policy over one in the schema.
-			if !strings.HasPrefix(p.Filename(), "schema/") && p.IsValid() {
-				pos = p
-				break
-			}
-		}
-		format, args := e.Msg()
-		msg := fmt.Sprintf(format, args...)
-		if fp := strings.Join(e.Path(), "."); fp != "" {
-			msg = fp + ": " + msg
-		}
-		if ps := schemaPositions(e); ps != "" {
-			msg += " (constraint at " + ps + ")"
-		}
-		d := rule.New(msg)
-		d.Path, d.Pos = strings.Join(e.Path(), "."), formatPos(pos)
-		if seen[d.String()] {
-			continue
-		}
-		seen[d.String()] = true
-		ds = append(ds, d)
-	}
-	if len(ds) == 0 {
-		ds = finding.List{rule.New(err.Error())}
-	}
-	ds = dropDisjunctionNoise(ds)
-	ds.SortByPos()
-	return ds
-}
-
-// dropDisjunctionNoise removes CUE's summary of a failed disjunction ("2
-// errors in empty disjunction") and its "conflicting values" against a
-// default, when a more telling error at the same position remains: for
-// shares: 0 against *1 | int & >=1 the user needs "out of bound >=1", not
-// "conflicting values 1 and 0".
-func dropDisjunctionNoise(ds finding.List) finding.List {
-	byPos := map[string]int{}
-	for _, d := range ds {
-		if !isDisjunctionNoise(d.Message) {
-			byPos[d.Pos]++
-		}
-	}
-	var out finding.List
-	for _, d := range ds {
-		if isDisjunctionNoise(d.Message) && (d.Pos == "" || byPos[d.Pos] > 0) {
-			continue
-		}
-		out = append(out, d)
-	}
-	if len(out) == 0 {
-		return ds
-	}
-	return out
-}
-
-func isDisjunctionNoise(msg string) bool {
-	return strings.Contains(msg, "errors in empty disjunction") || strings.Contains(msg, ": conflicting values ")
-}
-
-func schemaPositions(e cueerrors.Error) string {
-	var out []string
-	for _, p := range e.InputPositions() {
-		if strings.HasPrefix(p.Filename(), "schema/") {
-			out = append(out, formatPos(p))
-		}
-	}
-	if len(out) == 0 {
-		return ""
-	}
-	return out[0]
 }
 
 func formatPos(p token.Pos) string {
@@ -220,36 +171,33 @@ func formatPos(p token.Pos) string {
 	return fmt.Sprintf("%s:%d:%d", p.Filename(), p.Line(), p.Column())
 }
 
-// source keeps the evaluated CUE value for positions only.
-type source struct{ v cue.Value }
+// source keeps the evaluated CUE value for positions only, and the
+// position to give when no field nearer has one in the user's files.
+type source struct {
+	v        cue.Value
+	fallback string
+}
 
 // Pos returns "file:line:col" of the policy field at the given path (e.g.
 // "templates", "gpu-step", "queue"), walking up to the nearest parent that
-// has a position in the policy's own files.
+// has a position in the policy's own files; when none has (a section the
+// policy leaves out), where the policy embeds schema.#Policy.
 func (p *Policy) Pos(sel ...string) string {
 	if !p.src.v.Exists() {
 		return ""
 	}
-	for n := len(sel); n >= 0; n-- {
-		sels := make([]cue.Selector, n)
-		for i := range n {
-			if idx, err := strconv.Atoi(sel[i]); err == nil {
-				sels[i] = cue.Index(idx)
-			} else {
-				sels[i] = cue.Str(sel[i])
-			}
-		}
-		fv := p.src.v.LookupPath(cue.MakePath(sels...))
-		if !fv.Exists() {
-			continue
-		}
-		for _, pos := range positionsOf(fv) {
-			if !strings.HasPrefix(pos.Filename(), "schema/") {
-				return formatPos(pos)
-			}
+	sels := make([]cue.Selector, len(sel))
+	for i, s := range sel {
+		if idx, err := strconv.Atoi(s); err == nil {
+			sels[i] = cue.Index(idx)
+		} else {
+			sels[i] = cue.Str(s)
 		}
 	}
-	return ""
+	if pos := userPos(p.src.v, sels); pos != "" {
+		return pos
+	}
+	return p.src.fallback
 }
 
 func positionsOf(v cue.Value) []token.Pos {

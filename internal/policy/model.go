@@ -100,6 +100,11 @@ type Card struct {
 	Shares    int64
 	// NodeLabels select the nodes that carry the card.
 	NodeLabels map[string]string
+	// NodeSelector is the policy's label selector for the card's nodes
+	// (kubectl -l syntax); empty: NodeLabels (Nodes). CardsPerNode is how
+	// many cards each such node has.
+	NodeSelector string
+	CardsPerNode int64
 }
 
 // ServiceMode is "always-on" or "on-demand".

@@ -49,6 +49,10 @@ var (
 		"a template takes each lock once")
 	RuleQuotaOverCard = vetRule("quota-over-card",
 		"the queues' nominal share quotas on a card add up to no more than the card's shares: a quota the card cannot back admits jobs that never schedule")
+	RuleNodeSelector = vetRule("node-selector",
+		"a card's node selector is a Kubernetes label selector that requires the card's nodeLabels: Kueue places the card's jobs only on nodes carrying them, and reconcile makes exactly the selected nodes ready")
+	RuleCardWithoutNodes = vetRule("card-without-nodes",
+		"a card a queue gives quota for needs nodes (nodeLabels or nodes.selector): without them no node is made ready and every job Kueue admits on it stays Pending")
 	RuleBorrowWithoutReclaim = vetRule("borrow-without-reclaim",
 		"Kueue rejects a ClusterQueue whose borrowWithinCohort preempts while reclaimWithinCohort is Never (CEL rule of ClusterQueuePreemption, v1beta2)")
 )
@@ -64,6 +68,9 @@ func (p *Policy) Check() finding.List {
 	c.locks()
 	c.shares()
 	c.units()
+	c.nodes()
+	c.text()
+	c.declaration()
 	c.ds.SortByPos()
 	return c.ds
 }
@@ -395,5 +402,40 @@ func (c *checker) units() {
 	for _, f := range minority {
 		c.add(RuleUnitsMixed, f.Path, "%s is written %s while %d other GPU-memory quantities (e.g. %s) use the other form",
 			PathString(f.Path...), how, len(majority), PathString(majority[0].Path...))
+	}
+}
+
+// nodes checks each card's node selector and that every card a queue gives
+// quota for has nodes.
+func (c *checker) nodes() {
+	p := c.p
+	used := map[string]string{}
+	for _, qn := range p.QueueNames() {
+		for _, f := range p.Queues[qn].FlavorNames() {
+			if _, ok := used[f]; !ok {
+				used[f] = qn
+			}
+		}
+	}
+	for _, n := range p.CardNames() {
+		card := p.Cards[n]
+		if card.NodeSelector != "" {
+			path := []string{"cards", n, "nodes", "selector"}
+			sel, err := card.Nodes()
+			if err != nil {
+				c.add(RuleNodeSelector, path, "card %q: nodes.selector %q is not a label selector: %v", n, card.NodeSelector, err)
+				continue
+			}
+			if miss := missingNodeLabels(sel, card.NodeLabels); len(miss) > 0 {
+				c.add(RuleNodeSelector, path,
+					"card %q: nodes.selector %q can pick nodes without %s, where Kueue never places the card's jobs (nodeLabels); require them in the selector",
+					n, card.NodeSelector, strings.Join(miss, ", "))
+			}
+			continue
+		}
+		if q, ok := used[n]; ok && len(card.NodeLabels) == 0 {
+			c.add(RuleCardWithoutNodes, []string{"cards", n},
+				"card %q has quota in queue %q but no nodes: set nodeLabels (e.g. its GPU feature discovery product label) or nodes.selector", n, q)
+		}
 	}
 }

@@ -36,6 +36,10 @@ type wireCard struct {
 	MemoryMiB  int64             `json:"memoryMiB"`
 	Shares     int64             `json:"shares"`
 	NodeLabels map[string]string `json:"nodeLabels"`
+	Nodes      struct {
+		Selector     string `json:"selector"`
+		CardsPerNode int64  `json:"cardsPerNode"`
+	} `json:"nodes"`
 }
 
 type wireService struct {
@@ -182,7 +186,8 @@ func (w *wirePolicy) model() *Policy {
 	}
 	form(w.Defaults.GPUMemory, "defaults", "gpuMemory")
 	for n, c := range w.Cards {
-		p.Cards[n] = Card{Name: n, Model: c.Model, MemoryMiB: c.MemoryMiB, Shares: c.Shares, NodeLabels: c.NodeLabels}
+		p.Cards[n] = Card{Name: n, Model: c.Model, MemoryMiB: c.MemoryMiB, Shares: c.Shares, NodeLabels: c.NodeLabels,
+			NodeSelector: c.Nodes.Selector, CardsPerNode: c.Nodes.CardsPerNode}
 	}
 	for n, s := range w.Services {
 		p.Services[n] = Service{

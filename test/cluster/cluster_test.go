@@ -28,6 +28,20 @@ func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
 
 func labCluster(t *testing.T) *cluster.Cluster { return clustertest.Shared(t) }
 
+// readyLabNodes makes the lab policy's GPU node advertise the declaration
+// through reconcile's node readiness: the pods here declare GPU memory, and
+// the node, like a real one, starts without it.
+func readyLabNodes(t *testing.T, ctx context.Context, c *cluster.Cluster) {
+	t.Helper()
+	p, err := clustertest.LabPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := clustertest.ReadyNodes(ctx, c, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
 const labQueues = `
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
@@ -88,6 +102,7 @@ func TestKueueAdmitsFourBatchJobs(t *testing.T) {
 	if _, err := c.Apply(ctx, []byte(labQueues)); err != nil {
 		t.Fatal(err)
 	}
+	readyLabNodes(t, ctx, c)
 	t.Cleanup(func() {
 		bg := metav1.DeletePropagationBackground
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{PropagationPolicy: &bg})
@@ -240,6 +255,7 @@ func TestArgoWorkflowSucceeds(t *testing.T) {
 	t.Cleanup(func() {
 		_ = c.Clientset().CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
+	readyLabNodes(t, ctx, c)
 	objs, err := cluster.DecodeYAML([]byte(`
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow

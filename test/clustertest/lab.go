@@ -7,6 +7,7 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,8 +26,9 @@ import (
 const Env = "local"
 
 // Deploy applies the local environment's render of p (ordered and
-// server-side applied, as gpupolicy reconcile does) and waits until every
-// namespace of the policy has its default service account.
+// server-side applied, as gpupolicy reconcile does), makes p's GPU nodes
+// ready as reconcile does (ReadyNodes), and waits until every namespace of
+// the policy has its default service account.
 func Deploy(ctx context.Context, c *cluster.Cluster, p *policy.Policy) error {
 	root, err := cluster.RepoRoot()
 	if err != nil {
@@ -55,12 +57,40 @@ func Deploy(ctx context.Context, c *cluster.Cluster, p *policy.Policy) error {
 	if _, err := rec.Apply(ctx, objs, reconcile.Options{Owner: map[string]string{contract.LabelManagedBy: contract.ManagedBy, contract.LabelPolicy: p.Name}}); err != nil {
 		return err
 	}
+	if err := ReadyNodes(ctx, c, p); err != nil {
+		return err
+	}
 	for _, ns := range p.Namespaces() {
 		if err := c.CreateNamespace(ctx, ns); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ReadyNodes makes p's GPU nodes ready through reconcile's node readiness
+// (the declaration advertised, the device-plugin config label), the product's
+// own path: the local cluster's nodes start without either, as real ones do.
+// A card with no node, or a node two cards select, is an error here.
+func ReadyNodes(ctx context.Context, c *cluster.Cluster, p *policy.Policy) error {
+	rec := reconcile.Reconciler{Client: c.Dynamic(), Mapper: c.RESTMapper()}
+	_, rep, err := rec.ReadyNodes(ctx, p, false, nil)
+	if err != nil {
+		return err
+	}
+	if fs := rep.Findings(); len(fs) > 0 {
+		return fmt.Errorf("node readiness: %v", fs)
+	}
+	return nil
+}
+
+// LabPolicy loads policies/lab from the working tree.
+func LabPolicy() (*policy.Policy, error) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	return policy.Load(filepath.Join(root, "policies", "lab"))
 }
 
 // WithLock returns a copy of p's locks with one lock resized.

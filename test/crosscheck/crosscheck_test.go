@@ -301,6 +301,11 @@ func newChecker(t *testing.T, c *cluster.Cluster, p *policy.Policy) *checker {
 	if _, err := c.Apply(ctx, rendered(t, p)); err != nil {
 		t.Fatalf("applying %s's Kueue objects: %v", p.Name, err)
 	}
+	// The GPU nodes made ready as reconcile makes them, so that admitted
+	// pods also schedule, as on a real cluster.
+	if err := clustertest.ReadyNodes(ctx, c, p); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { x.teardown(t) })
 	for _, n := range p.QueueNames() {
 		err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {

@@ -33,6 +33,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 )
 
 // FieldManager is the server-side apply field manager of gpupolicy.
@@ -80,9 +82,14 @@ func (c Change) String() string {
 type Result struct {
 	DryRun  bool     `json:"dryRun"`
 	Changes []Change `json:"changes"`
+	// Nodes are the GPU nodes node readiness applied to (ReadyNodes), and
+	// NodeFindings what it found: a card with no node, a node two cards
+	// select.
+	Nodes        []Change     `json:"nodes,omitempty"`
+	NodeFindings finding.List `json:"nodeFindings,omitempty"`
 }
 
-// Count returns how many changes had the action.
+// Count returns how many changes had the action (objects, not nodes).
 func (r *Result) Count(a Action) int {
 	n := 0
 	for _, c := range r.Changes {
@@ -93,9 +100,21 @@ func (r *Result) Count(a Action) int {
 	return n
 }
 
-// Changed reports whether anything was created, configured or pruned.
+// NodesChanged returns how many nodes node readiness changed.
+func (r *Result) NodesChanged() int {
+	n := 0
+	for _, c := range r.Nodes {
+		if c.Action != Unchanged {
+			n++
+		}
+	}
+	return n
+}
+
+// Changed reports whether anything was created, configured or pruned,
+// nodes included.
 func (r *Result) Changed() bool {
-	return r.Count(Created)+r.Count(Configured)+r.Count(Pruned) > 0
+	return r.Count(Created)+r.Count(Configured)+r.Count(Pruned)+r.NodesChanged() > 0
 }
 
 // Options configure a reconcile.

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -133,14 +134,14 @@ func up(ctx context.Context, o upOptions) error {
 	p := c.Ports()
 	fmt.Printf(`lab cluster up in %s
   API server   https://127.0.0.1:%d  (etcd http://127.0.0.1:%d)
-  node         %s  (KWOK; nvidia.com/gpu 8, gpupolicy.dev/gpu-memory 16311Mi)
+  nodes        %s  (KWOK; nvidia.com/gpu from the "device plugin", no declaration until gpupolicy reconcile)
   controllers  kube-controller-manager, kube-scheduler, kueue %s, argo workflow-controller %s
   logs         %s
   kubeconfig   %s
 
   export KUBECONFIG=%s
   make cluster-down   # stops it
-`, c.StartupTime().Round(100*time.Millisecond), p.APIServer, p.EtcdClient, c.NodeName(),
+`, c.StartupTime().Round(100*time.Millisecond), p.APIServer, p.EtcdClient, strings.Join(c.NodeNames(), ", "),
 		cluster.KueueVersion, cluster.ArgoVersion, filepath.Join(runDir, "logs"), kubeconfig, kubeconfig)
 	return nil
 }
