@@ -2,6 +2,8 @@ package verify
 
 import (
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/gpupolicy/gpupolicy/internal/finding"
 )
@@ -23,6 +25,7 @@ const (
 	CheckUnfinished      = "unfinished"
 	CheckCancel          = "cancel-not-closed"
 	CheckCleanup         = "left-behind"
+	CheckCancelOverlap   = "started-beside-cancelled"
 )
 
 func verifyRule(id, reason string) finding.Rule {
@@ -40,6 +43,7 @@ var Checks = []finding.Rule{
 	verifyRule(CheckUnfinished, "a job the policy admits did not start or finish before the timeout"),
 	verifyRule(CheckCancel, "a cancelled job did not stop"),
 	verifyRule(CheckCleanup, "verify could not delete everything it created"),
+	verifyRule(CheckCancelOverlap, "a job started while a cancelled one still ran: Argo released the lock when it marked the terminated workflow failed, before its pod stopped, so the lock alone does not keep a cancelled job's place"),
 }
 
 // newFinding is a finding of the verify rule id (an error).
@@ -84,6 +88,11 @@ func Compare(b Batch) []finding.Finding {
 	}
 	p := b.Predicted
 	state := b.State.Label()
+	if b.Cancel != nil {
+		var more []finding.Finding
+		more, b = cancelOverlap(b)
+		out = append(out, more...)
+	}
 	if p.Admitted <= 0 {
 		for _, j := range b.Jobs {
 			if !j.Admitted.IsZero() || !j.Started().IsZero() {
@@ -148,4 +157,71 @@ func allEnded(b Batch) bool {
 		}
 	}
 	return true
+}
+
+// cancelOverlap reports the jobs that started after the stop request while
+// the cancelled job still ran, with the cause: Argo releases a terminated
+// Workflow's lock when it marks the Workflow failed, and only the queue
+// (which frees quota when the pod ends) can then hold the next job back.
+// It returns the batch with the cancelled job's run cut at the lock's
+// release, so that the generic checks do not count the same overlap again.
+func cancelOverlap(b Batch) ([]finding.Finding, Batch) {
+	c := b.Cancel
+	ci := slices.IndexFunc(b.Jobs, func(j Job) bool { return j.Name == c.Job })
+	if ci < 0 {
+		return nil, b
+	}
+	cj := b.Jobs[ci]
+	if cj.Started().IsZero() {
+		return nil, b
+	}
+	end := cj.Ended
+	if end.IsZero() {
+		end = b.Until
+	}
+	req := c.Requested.Truncate(time.Second)
+	var out []finding.Finding
+	for _, o := range b.Jobs {
+		s := o.Started()
+		if o.Name == c.Job || s.IsZero() || s.Truncate(time.Second).Before(req) || !s.Truncate(time.Second).Before(end.Truncate(time.Second)) {
+			continue
+		}
+		cause := "Argo released the lock"
+		if b.Predicted.Lock != "" {
+			cause += " " + b.Predicted.Lock
+		}
+		if !c.LockReleased.IsZero() {
+			cause += fmt.Sprintf(" when it marked the terminated Workflow failed, %s after the stop request and %s before the cancelled pod stopped",
+				fmtDur(max(0, c.LockReleased.Sub(c.Requested))), fmtDur(max(0, end.Sub(c.LockReleased))))
+		} else {
+			cause += " when it marked the terminated Workflow failed, before the cancelled pod stopped"
+		}
+		if b.Predicted.QuotaAdmits > b.Predicted.Admitted {
+			cause += fmt.Sprintf(", and the queue had room (it admits %d with %s, the lock %d), so nothing held %s back", b.Predicted.QuotaAdmits, b.State.Label(), b.Predicted.Admitted, o.Name)
+		} else {
+			cause += ", and the queue let it in before the cancelled pod's quota was freed"
+		}
+		msg := fmt.Sprintf("%s: job %s started %s after the stop request while the cancelled job %s still ran (it stopped %s after the request): %s. A job that relies on the lock for exclusive use of the card loses it this way; the guarantee has to come from quota",
+			b.Label(), o.Name, fmtDur(max(0, s.Sub(c.Requested))), c.Job, fmtDur(max(0, end.Sub(c.Requested))), cause)
+		out = append(out, newFinding(CheckCancelOverlap, o.Name, msg))
+	}
+	// The lock's place was free from its release; where the lock, not the
+	// quota, binds, the next job holding quota beside the stopping one is
+	// what the lock allows, so the generic checks count the cancelled job
+	// until then.
+	lockBound := b.Predicted.QuotaAdmits > b.Predicted.Admitted
+	if len(out) == 0 && (c.LockReleased.IsZero() || !lockBound) {
+		return nil, b
+	}
+	cut := c.LockReleased
+	if cut.IsZero() || cut.Before(c.Requested) {
+		cut = c.Requested
+	}
+	jobs := slices.Clone(b.Jobs)
+	jobs[ci].Ended = cut
+	if lockBound && jobs[ci].Released.After(cut) {
+		jobs[ci].Released = cut
+	}
+	b.Jobs = jobs
+	return out, b
 }

@@ -34,8 +34,21 @@ func JSON(r *Report) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// Markdown is the report as a pull-request comment or scheduled report.
-func Markdown(r *Report) []byte {
+// Chart files WriteDir writes beside report.md, which links them.
+const (
+	FileTimeline = "timeline.svg"
+	FileRates    = "rates.svg"
+	FileHandoff  = "handoff.svg"
+)
+
+// Markdown is the report as a pull-request comment or scheduled report. The
+// charts are files (WriteDir); this text names them but does not embed
+// them, since it may be printed where they are not.
+func Markdown(r *Report) []byte { return markdown(r, false) }
+
+// markdown embeds the charts as images linked relative to the report when
+// charts is set (report.md in WriteDir's folder).
+func markdown(r *Report, charts bool) []byte {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	verdict := "PASS"
@@ -69,6 +82,39 @@ func Markdown(r *Report) []byte {
 		}
 		w("\n")
 		w("%s\n\n", headline(r))
+		if charts {
+			w("![Jobs completed per minute, by how many were submitted together](%s)\n\n", FileRates)
+		}
+	}
+
+	if len(r.Handoff) > 0 {
+		w("## The hand-off, by part\n\n")
+		w("The gap from one job's end to the start of the job that took its place, split at the next job's stamps: each part's median over the level's hand-offs, with its range. %s\n\n", handoffCaption())
+		w("| together | hand-offs | whole gap |")
+		for _, p := range HandoffParts {
+			w(" %s |", p.Label)
+		}
+		w("\n| ---: | ---: | ---: |")
+		for range HandoffParts {
+			w(" ---: |")
+		}
+		w("\n")
+		for _, row := range handoffRows(r) {
+			w("| %s | %d | %s |", strings.TrimSuffix(row.Label, " together"), row.Handoffs, medRange(row.Median, row.Low, row.High))
+			for _, p := range row.Parts {
+				w(" %s |", partCell(p))
+			}
+			w("\n")
+		}
+		w("\n%s\n\n", handoffSentence(r))
+		if charts {
+			w("![The gap between one job ending and the next starting, by part](%s)\n\n", FileHandoff)
+		}
+	}
+	if charts {
+		w("![When each job waited and ran](%s)\n\n", FileTimeline)
+	} else {
+		w("Charts: `gpupolicy verify --report DIR` writes %s, %s and %s beside report.md.\n\n", FileRates, FileHandoff, FileTimeline)
 	}
 
 	if c := r.Cancel; c != nil {
@@ -119,6 +165,17 @@ func Text(r *Report) []byte {
 				rate(l.RatePerMin), rng(l.RateMin, l.RateMax), rate(l.ExpectedPerMin), ratio(l.Ratio), l.MaxRunning, l.Predicted, optSecs(l.MedianGapSeconds))
 		}
 		w("\n%s\n", headline(r))
+	}
+	if len(r.Handoff) > 0 {
+		w("\nThe hand-off, by part (median, range):\n")
+		for _, row := range handoffRows(r) {
+			w("  %s, %d hand-off(s): gap %s", row.Label, row.Handoffs, medRange(row.Median, row.Low, row.High))
+			for _, p := range row.Parts {
+				w("; %s %s", p.Label, partCell(p))
+			}
+			w("\n")
+		}
+		w("%s\n", handoffSentence(r))
 	}
 	if c := r.Cancel; c != nil {
 		w("\n%s\n", cancelSentence(c))
@@ -192,12 +249,55 @@ func headline(r *Report) string {
 	return strings.Join(parts, " ")
 }
 
+func medRange(m, lo, hi float64) string {
+	if lo == hi {
+		return fmtSecs(m)
+	}
+	return fmtSecs(m) + " (" + fmtSecs(lo) + "–" + fmtSecs(hi) + ")"
+}
+
+func partCell(p PartSummary) string {
+	if p.MedianSeconds == nil {
+		return "unknown"
+	}
+	s := medRange(*p.MedianSeconds, *p.MinSeconds, *p.MaxSeconds)
+	if p.Unknown > 0 {
+		s += fmt.Sprintf(", unknown in %d", p.Unknown)
+	}
+	return s
+}
+
+// handoffSentence says, over every hand-off of the run, how much of the
+// median gap passed before the next job's pod existed, as the write-up
+// did.
+func handoffSentence(r *Report) string {
+	if len(r.Handoff) == 0 {
+		return ""
+	}
+	pre, n := 0.0, 0
+	for _, p := range r.Handoff[:2] {
+		if p.MedianSeconds != nil {
+			pre += *p.MedianSeconds
+		}
+		n = max(n, p.Known)
+	}
+	s := fmt.Sprintf("Over all %d hand-off(s), %s of the median passed before the next job's pod existed (Argo releasing the lock and starting the waiting step, and creating its pod)", n, fmtSecs(pre))
+	if p := r.Handoff[4]; p.MedianSeconds == nil {
+		s += "; the job's own start-up is unknown, since no job log was readable, so the gap ends at the container's start"
+	}
+	return s + fmt.Sprintf(". Stamps: %s s resolution.", trimFloat(r.HandoffResolutionSeconds))
+}
+
 func cancelSentence(c *CancelSummary) string {
 	s := fmt.Sprintf("Cancelled %s mid-run (%s, spec.shutdown=%s)", c.Job, c.Batch, c.Strategy)
 	if c.CloseSeconds != nil {
 		s += fmt.Sprintf(": it closed in %s", fmtSecs(*c.CloseSeconds))
 		if c.ClosedBy != "" && c.ClosedBy != "argo" {
 			s += " (by " + c.ClosedBy + ")"
+		}
+		if !c.LockReleased.IsZero() && c.LockReleased.Before(c.Closed) {
+			s += fmt.Sprintf("; Argo released its lock %s after the request, %s before its pod stopped (Kueue frees quota only then)",
+				fmtSecs(max(0, secs(c.LockReleased.Sub(c.Requested)))), fmtSecs(secs(c.Closed.Sub(c.LockReleased))))
 		}
 		if c.HandoffSeconds != nil {
 			s += fmt.Sprintf(", and %s, the job behind it, started %s later", c.Next, fmtSecs(*c.HandoffSeconds))
@@ -264,7 +364,8 @@ func outcomeCell(j Job) string {
 	return s
 }
 
-// WriteDir writes report.md, report.json and timeline.svg into dir,
+// WriteDir writes report.md (linking the charts), report.json,
+// timeline.svg, rates.svg and handoff.svg into dir,
 // creating it; each file is written to a temporary name and renamed, so a
 // failed run leaves the previous files intact.
 func WriteDir(dir string, r *Report) error {
@@ -279,9 +380,11 @@ func WriteDir(dir string, r *Report) error {
 		name string
 		data []byte
 	}{
-		{"report.md", Markdown(r)},
+		{"report.md", markdown(r, true)},
 		{"report.json", js},
-		{"timeline.svg", Timeline(r)},
+		{FileTimeline, Timeline(r)},
+		{FileRates, RateChart(r)},
+		{FileHandoff, HandoffChart(r)},
 	}
 	for _, f := range files {
 		if err := atomicfile.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {

@@ -180,7 +180,8 @@ func ReadState(ctx context.Context, c Clients, p *policy.Policy) (State, error) 
 			}
 		default:
 			if len(holding) == 0 {
-				st.Notes = append(st.Notes, fmt.Sprintf("always-on service %s holds no quota in %s (no Workload in %s): the prediction assumes it does, so the queue may admit more than predicted", n, s.Queue, s.Namespace))
+				st.AlwaysOnAbsent = append(st.AlwaysOnAbsent, n)
+				st.Notes = append(st.Notes, fmt.Sprintf("always-on service %s holds no quota in %s (no Workload in %s): the prediction is made without it, for the state observed", n, s.Queue, s.Namespace))
 			}
 		}
 	}
@@ -217,6 +218,30 @@ func containerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
 		}
 	}
 	return nil
+}
+
+// holdsLock reports whether Argo has given the Workflow its lock: a
+// semaphore or mutex it holds in status.synchronization.
+func holdsLock(wf *wfv1.Workflow) bool {
+	sy := wf.Status.Synchronization
+	if sy == nil {
+		return false
+	}
+	if sy.Semaphore != nil {
+		for _, h := range sy.Semaphore.Holding {
+			if len(h.Holders) > 0 {
+				return true
+			}
+		}
+	}
+	if sy.Mutex != nil {
+		for _, h := range sy.Mutex.Holding {
+			if h.Holder != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // workflowPhase is a Workflow's phase and message.

@@ -21,7 +21,39 @@ func AdmissionPredictor(p *policy.Policy) (Predictor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admission model: %w", err)
 	}
-	return PredictorFromExplain(p, rep), nil
+	base := PredictorFromExplain(p, rep)
+	bySet := map[string]Predictor{}
+	return func(template, priority string, st State) (Prediction, error) {
+		if len(st.AlwaysOnAbsent) == 0 {
+			return base(template, priority, st)
+		}
+		key := strings.Join(st.AlwaysOnAbsent, ",")
+		pr, ok := bySet[key]
+		if !ok {
+			q := WithoutServices(p, st.AlwaysOnAbsent)
+			rep, err := admission.Explain(q)
+			if err != nil {
+				return Prediction{}, fmt.Errorf("admission model without %s: %w", key, err)
+			}
+			pr = PredictorFromExplain(q, rep)
+			bySet[key] = pr
+		}
+		out, err := pr(template, priority, st)
+		out.WithoutAlwaysOn = slices.Clone(st.AlwaysOnAbsent)
+		return out, err
+	}, nil
+}
+
+// WithoutServices is the policy with the named services left out: what
+// the admission model predicts when they hold no quota on the cluster. The
+// policy itself is not changed.
+func WithoutServices(p *policy.Policy, names []string) *policy.Policy {
+	q := *p
+	q.Services = maps.Clone(p.Services)
+	for _, n := range names {
+		delete(q.Services, n)
+	}
+	return &q
 }
 
 // PredictorFromExplain answers from an admission report.

@@ -40,6 +40,10 @@ type Report struct {
 	// batch, of the time from one job's end to the start of the job that
 	// took its place.
 	MedianGapSeconds *float64 `json:"medianGapSeconds,omitempty"`
+	// Handoff is every level's hand-offs by part (see HandoffParts), and
+	// HandoffResolutionSeconds the API stamps' resolution they rest on.
+	Handoff                  []PartSummary `json:"handoff,omitempty"`
+	HandoffResolutionSeconds float64       `json:"handoffResolutionSeconds,omitempty"`
 	// MaxRunning is the most jobs seen running at once.
 	MaxRunning int            `json:"maxRunning"`
 	Cancel     *CancelSummary `json:"cancel,omitempty"`
@@ -87,6 +91,9 @@ type LevelSummary struct {
 	// batches (only levels where some job waited for another have one).
 	MedianGapSeconds *float64 `json:"medianGapSeconds,omitempty"`
 	Gaps             []Gap    `json:"gaps,omitempty"`
+	// Handoff is the level's hand-offs by part: each part's median and
+	// range.
+	Handoff []PartSummary `json:"handoff,omitempty"`
 	// MaxRunning and MaxAdmitted are the most jobs running (container or
 	// own start to end) and holding Kueue quota at once, over its batches.
 	MaxRunning  int `json:"maxRunning"`
@@ -105,6 +112,8 @@ type Gap struct {
 	Job     string  `json:"job"`
 	After   string  `json:"after"`
 	Seconds float64 `json:"seconds"`
+	// Parts split Seconds by HandoffParts.
+	Parts []GapPart `json:"parts,omitempty"`
 }
 
 // CancelSummary is the cancel's timings.
@@ -135,6 +144,7 @@ type Cleanup struct {
 func Summarize(r *Report) {
 	r.Levels = nil
 	r.LoneRatePerMin, r.MedianGapSeconds, r.Cancel = nil, nil, nil
+	r.Handoff, r.HandoffResolutionSeconds = nil, 0
 	r.MaxRunning = 0
 	r.Findings = []finding.Finding{}
 	note := func(n string) {
@@ -154,6 +164,7 @@ func Summarize(r *Report) {
 		byLevel[b.Level] = append(byLevel[b.Level], i)
 	}
 	var allGaps []float64
+	var allGapRows []Gap
 	for _, n := range levelOrder {
 		ls := LevelSummary{Level: n}
 		var gaps []float64
@@ -190,6 +201,8 @@ func Summarize(r *Report) {
 		if m, ok := Median(gaps); ok {
 			ls.MedianGapSeconds = ptr(m)
 		}
+		ls.Handoff = summarizeParts(ls.Gaps)
+		allGapRows = append(allGapRows, ls.Gaps...)
 		allGaps = append(allGaps, gaps...)
 		r.MaxRunning = max(r.MaxRunning, ls.MaxRunning)
 		r.Levels = append(r.Levels, ls)
@@ -211,6 +224,8 @@ func Summarize(r *Report) {
 	}
 	if m, ok := Median(allGaps); ok {
 		r.MedianGapSeconds = ptr(m)
+		r.Handoff = summarizeParts(allGapRows)
+		r.HandoffResolutionSeconds = HandoffResolutionSeconds
 	}
 	for _, b := range r.Batches {
 		if b.Kind == CancelBatch {
@@ -416,7 +431,8 @@ func Gaps(b Batch) []Gap {
 		if e.job == s.job || e.t.Truncate(time.Second).After(s.start) {
 			continue
 		}
-		out = append(out, Gap{Batch: b.Label(), Job: b.Jobs[s.job].Name, After: b.Jobs[e.job].Name, Seconds: secs(max(0, start.Sub(e.t)))})
+		out = append(out, Gap{Batch: b.Label(), Job: b.Jobs[s.job].Name, After: b.Jobs[e.job].Name, Seconds: secs(max(0, start.Sub(e.t))),
+			Parts: gapParts(e.t, b.Jobs[s.job])})
 	}
 	return out
 }

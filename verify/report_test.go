@@ -454,13 +454,22 @@ func TestWriteDir(t *testing.T) {
 	if err := WriteDir(dir, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"report.md", "report.json", "timeline.svg"} {
+	for _, f := range []string{"report.md", "report.json", FileTimeline, FileRates, FileHandoff} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 3 {
+	if len(entries) != 5 {
+		t.Errorf("stray files: %v", entries)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	for _, f := range []string{FileTimeline, FileRates, FileHandoff} {
+		if !bytes.Contains(md, []byte("]("+f+")")) {
+			t.Errorf("report.md does not embed %s", f)
+		}
+	}
+	if false {
 		t.Errorf("stray files: %v", entries)
 	}
 }

@@ -559,6 +559,15 @@ func (r *runner) observe(ctx context.Context, b *Batch, states []*jobState) erro
 		}
 		phase, msg := workflowPhase(&wf)
 		states[i].phase = phase
+		if holdsLock(&wf) {
+			b.Jobs[i].StepStarted = earliest(b.Jobs[i].StepStarted, now)
+		} else if c := b.Cancel; c != nil && c.Job == wf.Name && wf.Status.Phase.Completed() {
+			released := now
+			if !wf.Status.FinishedAt.IsZero() {
+				released = wf.Status.FinishedAt.Time
+			}
+			c.LockReleased = earliest(c.LockReleased, released)
+		}
 		if msg != "" {
 			b.Jobs[i].Message = msg
 		}
@@ -581,6 +590,10 @@ func (r *runner) observe(ctx context.Context, b *Batch, states []*jobState) erro
 		s.podUID = pod.UID
 		byUID[pod.UID] = i
 		j.PodCreated = earliest(j.PodCreated, pod.CreationTimestamp.Time)
+		if j.StepStarted.IsZero() || j.StepStarted.After(j.PodCreated) {
+			// The step started no later than its pod was created.
+			j.StepStarted = j.PodCreated
+		}
 		cs := containerStatus(pod)
 		if cs != nil {
 			if cs.State.Running != nil {

@@ -37,6 +37,10 @@ type Job struct {
 
 	// Submitted is when verify created the Workflow.
 	Submitted time.Time `json:"submitted"`
+	// StepStarted is when Argo started the job's step: verify's first
+	// sighting (at its poll's resolution) of the step's node no longer
+	// waiting for its lock, else the pod's creation.
+	StepStarted time.Time `json:"stepStarted,omitzero"`
 	// PodCreated is when the step's pod appeared: Argo had given it the
 	// lock.
 	PodCreated time.Time `json:"podCreated,omitzero"`
@@ -91,6 +95,11 @@ type Cancel struct {
 	Strategy string `json:"strategy"`
 	// Requested is when verify patched the Workflow.
 	Requested time.Time `json:"requested"`
+	// LockReleased is when Argo let go of the cancelled Workflow's lock:
+	// its finishedAt, else verify's first sighting of it final and holding
+	// none. Argo releases it when it marks the Workflow failed, which can
+	// be before the pod has stopped.
+	LockReleased time.Time `json:"lockReleased,omitzero"`
 	// Closed is when the job's container stopped (or its pod disappeared).
 	Closed time.Time `json:"closed,omitzero"`
 	// ClosedBy is "argo" when Argo's termination ended the pod, or "pod

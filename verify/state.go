@@ -16,6 +16,10 @@ type State struct {
 	Services map[string]string `json:"services"`
 	// Evidence says, per on-demand service, what the state was read from.
 	Evidence map[string]string `json:"evidence,omitempty"`
+	// AlwaysOnAbsent lists the always-on services that hold no quota on
+	// the cluster (a fresh local cluster runs none): the prediction is then
+	// made without them, for the state actually observed.
+	AlwaysOnAbsent []string `json:"alwaysOnAbsent,omitempty"`
 	// Notes are what else was seen that the prediction assumes otherwise:
 	// an always-on service that holds no quota, a service waiting for it.
 	Notes []string `json:"notes,omitempty"`
@@ -34,10 +38,19 @@ func (s State) Up() []string {
 
 // Label prints the state in the lab's words (policy.StateLabel): "qwen2-5-7b
 // up", "all on-demand services down", "no on-demand services".
-func (s State) Label() string { return policy.StateLabel(s.Services) }
+func (s State) Label() string {
+	l := policy.StateLabel(s.Services)
+	if len(s.AlwaysOnAbsent) > 0 {
+		l += "; always-on " + strings.Join(s.AlwaysOnAbsent, ", ") + " holding no quota"
+	}
+	return l
+}
 
-// Same reports whether two states have the same services up.
-func (s State) Same(o State) bool { return maps.Equal(s.Services, o.Services) }
+// Same reports whether two states have the same services up (and the
+// same always-on services absent).
+func (s State) Same(o State) bool {
+	return maps.Equal(s.Services, o.Services) && slices.Equal(s.AlwaysOnAbsent, o.AlwaysOnAbsent)
+}
 
 // Prediction is what the admission model predicts for the verify jobs in one
 // service state.
@@ -66,11 +79,25 @@ type Prediction struct {
 	LockSize int    `json:"lockSize,omitempty"`
 	// Source names the model, e.g. "admission model (kueue v0.17)".
 	Source string `json:"source,omitempty"`
+	// WithoutAlwaysOn lists the always-on services the prediction was made
+	// without, because the cluster showed them holding no quota.
+	WithoutAlwaysOn []string `json:"withoutAlwaysOn,omitempty"`
 }
 
 // Why says in a phrase what limits the count: "the lock main (4)",
 // "quota: nvidia.com/gpu, memory", "quota: gpupolicy.dev/gpu-memory".
 func (p Prediction) Why() string {
+	s := p.why()
+	if len(p.WithoutAlwaysOn) > 0 {
+		s += "; predicted without always-on " + strings.Join(p.WithoutAlwaysOn, ", ") + ", which held no quota"
+		if p.QuotaAdmits != p.Admitted {
+			s += ", so the queue admits " + itoa(p.QuotaAdmits)
+		}
+	}
+	return s
+}
+
+func (p Prediction) why() string {
 	switch p.BoundBy {
 	case "lock":
 		return "the lock " + p.Lock + " (" + itoa(p.LockSize) + ")"

@@ -145,17 +145,23 @@ func Timeline(r *Report) []byte {
 		y += groupGap
 	}
 
-	// Axis.
-	ay := plotBottom + 6
+	secondsAxis(&buf, x, maxS, step, plotBottom+6, "seconds since the batch was submitted")
+	w("</svg>\n")
+	return buf.Bytes()
+}
+
+// secondsAxis draws a time axis at y = ay from 0 to maxS seconds, a tick
+// and label every step, and its caption below.
+func secondsAxis(buf *bytes.Buffer, x func(float64) float64, maxS, step, ay float64, caption string) {
+	w := func(format string, args ...any) { fmt.Fprintf(buf, format, args...) }
 	w(`<g id="axis" fill="%s">`+"\n", colourText)
 	w(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s"/>`+"\n", num(x(0)), num(ay), num(x(maxS)), num(ay), colourText)
 	for s := 0.0; s <= maxS+1e-9; s += step {
 		w(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s"/><text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n",
 			num(x(s)), num(ay), num(x(s)), num(ay+4), colourText, num(x(s)), num(ay+16), num(s))
 	}
-	w(`<text x="%s" y="%s" text-anchor="middle" fill="%s">seconds since the batch was submitted</text>`+"\n", num(x(maxS/2)), num(ay+32), colourMuted)
-	w("</g>\n</svg>\n")
-	return buf.Bytes()
+	w(`<text x="%s" y="%s" text-anchor="middle" fill="%s">%s</text>`+"\n", num(x(maxS/2)), num(ay+32), colourMuted, esc(caption))
+	w("</g>\n")
 }
 
 func waitWord(start time.Time) string {

@@ -100,7 +100,7 @@ disagreement, 2 on a usage error, an unreachable cluster, or an interrupt.`,
 	fl.DurationVar(&f.starveWatch, "starve-watch", 0, "how long to watch jobs the policy admits none of (default max(60s, 2×hold))")
 	fl.DurationVar(&f.cancelGrace, "cancel-grace", verify.DefaultCancelGrace, "with --cancel: delete the job's pod if it still runs this long after the stop request")
 	fl.BoolVar(&f.noGPUMemory, "no-gpu-memory", false, "do not sample GPU memory through NVML")
-	fl.StringVar(&f.reportDir, "report", "", "write report.md, report.json and timeline.svg into DIR")
+	fl.StringVar(&f.reportDir, "report", "", "write report.md (linking the charts), report.json, timeline.svg, rates.svg and handoff.svg into DIR")
 	f.format = outputFlag(cmd, output.Text, verify.Formats...)
 	return cmd
 }
@@ -165,7 +165,7 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 			return errors.Join(runErr, fmt.Errorf("writing the report: %w", err))
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "verify: wrote %s\n", strings.Join([]string{
-			filepath.Join(f.reportDir, "report.md"), filepath.Join(f.reportDir, "report.json"), filepath.Join(f.reportDir, "timeline.svg")}, ", "))
+			filepath.Join(f.reportDir, "report.md"), filepath.Join(f.reportDir, "report.json"), filepath.Join(f.reportDir, verify.FileTimeline), filepath.Join(f.reportDir, verify.FileRates), filepath.Join(f.reportDir, verify.FileHandoff)}, ", "))
 	}
 	if err := rep.Write(cmd.OutOrStdout(), f.format.Format()); err != nil {
 		return errors.Join(runErr, err)

@@ -305,6 +305,76 @@ func TestVerifyCancel(t *testing.T) {
 	nothingLeft(t, ctx, c, o.RunID)
 }
 
+// TestVerifyCancelFreshCluster is --cancel as a new user first runs it: on
+// a fresh local cluster the always-on services are not running, so the
+// queue admits six and only the lock (4) stands between the jobs. The
+// simulated node ends the terminated step's pod as a kubelet would on
+// SIGTERM (no pod deletion by verify), the prediction is for the state
+// observed (without the always-on services), and if the job behind the
+// cancelled one starts while that one still runs, it is reported once, as
+// started-beside-cancelled with its cause (Argo released the lock before
+// the pod stopped), not as more-at-once or did-not-wait.
+func TestVerifyCancelFreshCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	c, p := labUp(t, ctx, 4)
+	var alwaysOn []string
+	for _, n := range p.ServiceNames() {
+		if p.Services[n].Mode == policy.AlwaysOn {
+			alwaysOn = append(alwaysOn, n)
+			if err := clustertest.StopService(ctx, c, p, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The pods are gone; wait for Kueue to finish their Workloads.
+	clustertest.WaitFor(t, ctx, "always-on services holding no quota", func(ctx context.Context) (bool, error) {
+		st, err := verify.ReadState(ctx, clients(c), p)
+		return err == nil && len(st.AlwaysOnAbsent) == len(alwaysOn), err
+	})
+	t.Cleanup(func() {
+		for _, n := range alwaysOn {
+			if err := clustertest.StartService(context.Background(), c, p, n); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	o := options(t, p, "cnfr")
+	o.Levels = []int{1}
+	o.Cancel = true
+	o.Hold = 12 * time.Second
+	r, err := verify.Run(ctx, clients(c), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeReport(t, r)
+	cb := r.Batches[len(r.Batches)-1]
+	if cb.Kind != verify.CancelBatch || strings.Join(cb.State.AlwaysOnAbsent, ",") != strings.Join(alwaysOn, ",") {
+		t.Fatalf("cancel batch state: %+v", cb.State)
+	}
+	if pr := cb.Predicted; pr.Admitted != 4 || pr.QuotaAdmits != 6 || len(pr.WithoutAlwaysOn) != len(alwaysOn) {
+		t.Errorf("prediction for the observed state: %+v", pr)
+	}
+	cs := r.Cancel
+	if cs == nil || cs.CloseSeconds == nil || cs.LockReleased.IsZero() {
+		t.Fatalf("cancel: %+v", cs)
+	}
+	if cs.ClosedBy != "argo" || *cs.CloseSeconds > 15 {
+		t.Errorf("the simulated node did not end the terminated pod itself: closed by %q in %.1f s", cs.ClosedBy, *cs.CloseSeconds)
+	}
+	if cs.Others != 4 || cs.OthersSucceeded != 4 {
+		t.Errorf("cancel: %+v", cs)
+	}
+	for _, f := range r.Findings {
+		if f.Rule != verify.CheckCancelOverlap || !strings.Contains(f.Message, "Argo released the lock main when it marked the terminated Workflow failed") ||
+			!strings.Contains(f.Message, "the queue had room (it admits 6") {
+			t.Errorf("finding without its cause: %s", f)
+		}
+	}
+	t.Logf("findings: %v", r.Findings)
+	nothingLeft(t, ctx, c, o.RunID)
+}
+
 // TestVerifyCleanupOnInterrupt: a run cut short (Ctrl-C) deletes
 // everything it created; so does one that reaches its timeout.
 func TestVerifyCleanupOnInterrupt(t *testing.T) {
