@@ -31,7 +31,7 @@ func TestVerifyLocalCluster(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "report")
 	code, stdout, stderr := gpupolicy(t, "verify", "--env", "local", "--kubeconfig", c.Kubeconfig(), "--levels", "1,2", "--batches", "1",
-		"--hold", "6s", "--cancel", "--cancel-grace", "2s", "--report", dir, "-o", "json")
+		"--hold", "6s", "--cancel", "--report", dir, "-o", "json")
 	t.Logf("stderr:\n%s", stderr)
 	if code != 0 {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s", code, stdout)
