@@ -72,7 +72,7 @@ func (r *Report) Text(w io.Writer) error {
 	fmt.Fprintln(w)
 	WriteText(w, r.Differences, GitSides, true)
 	fmt.Fprintf(w, "\ndrift: %s in %s; move the pin with: gpupolicy pin --env %s\n",
-		plural(len(r.Differences), "difference", "differences"), plural(countObjects(r.Differences), "object", "objects"), r.Environment)
+		plural(len(r.Differences), "difference", "differences"), plural(CountObjects(r.Differences), "object", "objects"), r.Environment)
 	return nil
 }
 
@@ -130,7 +130,8 @@ func valueText(v string) string {
 	return v
 }
 
-func countObjects(ds []Difference) int {
+// CountObjects counts the objects differences touch.
+func CountObjects(ds []Difference) int {
 	seen := map[string]bool{}
 	for _, d := range ds {
 		seen[d.Object()] = true
@@ -148,7 +149,7 @@ func (r *Report) Markdown(w io.Writer) error {
 		fmt.Fprintf(w, "**No drift**: the render at the pin matches HEAD.\n")
 		return nil
 	}
-	fmt.Fprintf(w, "**Drift**: %s in %s.\n\n", plural(len(r.Differences), "difference", "differences"), plural(countObjects(r.Differences), "object", "objects"))
+	fmt.Fprintf(w, "**Drift**: %s in %s.\n\n", plural(len(r.Differences), "difference", "differences"), plural(CountObjects(r.Differences), "object", "objects"))
 	WriteMarkdown(w, r.Differences, GitSides, true)
 	fmt.Fprintf(w, "\nMove the pin with `gpupolicy pin --env %s`.\n", r.Environment)
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -29,6 +30,12 @@ func runLiveDrift(cmd *cobra.Command, t *envTarget, git *drift.Report, cf cluste
 		return fmt.Errorf("the policy at the pin: %w", err)
 	}
 	side := &live.Side{Client: c.Dynamic, Mapper: c.Mapper, Pinned: pinned, Owner: ownerLabels(t.Env.Name), Name: live.Sides.To, Where: where}
+	if ref := t.Env.Engine(); ref.Engine != environment.EngineNone {
+		side.Engine = &live.EngineTarget{EngineRef: ref, Env: t.Env.Name, Pin: git.Pin.Commit.Hash,
+			Compare: func(ctx context.Context, rev string) (*drift.Report, error) {
+				return t.CompareWithPin(ctx, rev, live.EngineSides)
+			}}
+	}
 	r, err := live.Check(ctx, side, git, p)
 	if err != nil {
 		return err

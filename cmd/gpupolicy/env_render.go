@@ -53,7 +53,9 @@ added, removed or changed and what changes in it (for CI on pull requests).
 refuses, before writing, when other tracked files (or untracked files in
 the policy or the environment) have uncommitted changes, since the render
 would then match no commit, and it never overwrites uncommitted edits in
-deploy/ENV.`
+deploy/ENV. When environment.yaml names a GitOps engine, render --env also
+writes the engine's objects for the current pin into environments/ENV/gitops
+(--check checks them, --commit commits them); gpupolicy pin rewrites them.`
 	cmd.Example = strings.TrimRight(cmd.Example, "\n") + `
   gpupolicy render --env lab            # write deploy/lab
   gpupolicy render --env lab --check    # CI: exit 1 if deploy/lab is stale
@@ -115,6 +117,14 @@ func runRenderEnv(out io.Writer, f renderEnvFlags) error {
 	}
 	fmt.Fprintf(out, "wrote %s: %d objects for environment %s (%s through %s)\n",
 		t.Path(deploy), len(files)-1, f.env, t.Env.Policy, t.Env.Dir())
+	if ref := t.Env.Engine(); ref.Engine != environment.EngineNone {
+		if t.Env.Pin == "" {
+			fmt.Fprintf(out, "no %s objects yet: %s has no pin (gpupolicy pin --env %s writes them)\n", ref.Engine, f.env, f.env)
+		} else {
+			fmt.Fprintf(out, "wrote %s: the %s objects that sync %s at the pin %s\n",
+				t.Path(t.Env.GitOpsDir()), ref.Engine, deploy, gitrepo.Short(t.Env.Pin))
+		}
+	}
 	if !f.commit {
 		return nil
 	}

@@ -24,6 +24,10 @@ func newPinCmd() *cobra.Command {
 from) to REV: a full or abbreviated SHA, a branch, a tag, or HEAD (the
 default). It writes the full SHA into environments/ENV/environment.yaml and
 commits that file alone with git; other uncommitted work is left as it is.
+When environment.yaml names a GitOps engine (gitops.engine: flux or
+argocd), the engine's objects in environments/ENV/gitops (a Flux
+GitRepository and Kustomization, or an Argo CD Application) are rewritten
+for the new pin and go in the same commit.
 
 It then prints what the move deploys: every difference between the render
 at the old pin and the render at the new one, with what it changes for the
@@ -73,6 +77,10 @@ func runPin(ctx context.Context, out io.Writer, name, rev string) error {
 		from = gitrepo.Short(m.Old)
 	}
 	fmt.Fprintf(out, "pinned %s to %s (was %s) in commit %s\n", name, m.Target, from, m.Commit.Short())
+	if len(m.GitOps) > 0 {
+		fmt.Fprintf(out, "the %s objects in %s now sync %s at %s (same commit)\n",
+			t.Env.Engine().Engine, t.Env.GitOpsDir(), t.Env.DeployDir(), m.Target.Short())
+	}
 
 	switch {
 	case m.Old == "":

@@ -16,7 +16,8 @@ var (
 
 // Findings are the report's findings: the git side's (pin-drift), then one
 // live-drift per difference between the pin and the cluster, then one
-// counted-at-default per Workload Kueue counted at the GPU-memory default.
+// counted-at-default per Workload Kueue counted at the GPU-memory default,
+// then the GPU nodes' and the GitOps engine's (engine.go).
 func (r *Report) Findings() finding.List {
 	out := finding.List{}
 	if r.Git != nil {
@@ -34,6 +35,7 @@ func (r *Report) Findings() finding.List {
 	if r.Live.Nodes != nil {
 		out = append(out, r.Live.Nodes.Findings()...)
 	}
+	out = append(out, r.Live.Engine.Findings()...)
 	for _, pp := range r.Live.Unschedulable {
 		f := reconcile.RulePodUnschedulable.New(pp.Message)
 		f.Object = drift.Ref("Pod", pp.Namespace, pp.Name)

@@ -40,6 +40,9 @@ type Side struct {
 	// Name labels the side in reports ("the cluster"); Where says which
 	// cluster ("context lab-admin").
 	Name, Where string
+	// Engine is the GitOps engine that syncs the environment; nil when
+	// none does (reconcile applies the render).
+	Engine *EngineTarget
 }
 
 // Label implements drift.Side.

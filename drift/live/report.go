@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/gpupolicy/gpupolicy/drift"
+	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
 	"github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
@@ -26,6 +27,9 @@ type Report struct {
 		// place.
 		Nodes         *reconcile.NodeReport `json:"nodes"`
 		Unschedulable []PendingPod          `json:"unschedulable"`
+		// Engine is what the GitOps engine runs; absent when the
+		// environment names none.
+		Engine *Engine `json:"engine,omitempty"`
 	} `json:"live"`
 }
 
@@ -52,6 +56,11 @@ func Check(ctx context.Context, side *Side, git *drift.Report, p *policy.Policy)
 	if r.Live.Unschedulable, err = Unschedulable(ctx, side.Client, p.DeclarationResource); err != nil {
 		return nil, fmt.Errorf("reading pending pods (%s): %w", side.Where, err)
 	}
+	if side.Engine != nil {
+		if r.Live.Engine, err = ReadEngine(ctx, side.Client, *side.Engine); err != nil {
+			return nil, fmt.Errorf("reading the GitOps engine (%s): %w", side.Where, err)
+		}
+	}
 	if r.Live.Differences == nil {
 		r.Live.Differences = []drift.Difference{}
 	}
@@ -68,6 +77,9 @@ func (r *Report) Drifted() bool {
 		return true
 	}
 	if r.Live.Nodes != nil && len(r.Live.Nodes.Findings()) > 0 {
+		return true
+	}
+	if len(r.Live.Engine.Findings()) > 0 {
 		return true
 	}
 	for _, w := range r.Live.Workloads {
@@ -108,7 +120,47 @@ func (r *Report) Text(w io.Writer) error {
 		fmt.Fprintf(w, "  %s/%s: %s\n", wc.Namespace, wc.Workload, wc.Message)
 	}
 	r.nodesText(w, "  ")
+	r.engineText(w, false)
 	return nil
+}
+
+// engineText prints what the GitOps engine runs, and what the commit it
+// runs lacks of the pin.
+func (r *Report) engineText(w io.Writer, md bool) {
+	e := r.Live.Engine
+	if e == nil {
+		return
+	}
+	if md {
+		fmt.Fprintf(w, "\n### GitOps engine\n\n")
+	} else {
+		fmt.Fprintf(w, "\nGitOps engine: %s (%s)\n", e.Engine, e.Object)
+	}
+	fs := e.Findings()
+	if len(fs) == 0 {
+		line := fmt.Sprintf("%s runs the pin %s", e.Object, gitrepo.Short(e.Pin))
+		if md {
+			fmt.Fprintf(w, "**%s**.\n", line)
+		} else {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+		return
+	}
+	for _, f := range fs {
+		if md {
+			fmt.Fprintf(w, "- %s\n", f.Message)
+		} else {
+			fmt.Fprintf(w, "  %s\n", f.Message)
+		}
+	}
+	if e.Lacks != nil && e.Lacks.Drifted() {
+		fmt.Fprintln(w)
+		if md {
+			drift.WriteMarkdown(w, e.Lacks.Differences, EngineSides, false)
+		} else {
+			drift.WriteText(w, e.Lacks.Differences, EngineSides, false)
+		}
+	}
 }
 
 // nodesText prints the GPU nodes' readiness and the pods they hold up.
@@ -152,5 +204,6 @@ func (r *Report) Markdown(w io.Writer) error {
 		fmt.Fprintf(w, "\n### GPU nodes\n\n")
 		r.nodesText(w, "- ")
 	}
+	r.engineText(w, true)
 	return nil
 }

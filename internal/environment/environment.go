@@ -8,7 +8,9 @@
 //     from; empty before the first `gpupolicy pin`), and optionally the
 //     kubeconfig and context of its cluster and a description;
 //   - kustomization.yaml, a kustomize overlay over the policy's render, which
-//     it names as the resource "base", plus any patches it uses.
+//     it names as the resource "base", plus any patches it uses;
+//   - gitops/, generated when environment.yaml names a GitOps engine: the
+//     engine's objects carrying the pin (gitops.go).
 //
 // The render of an environment is the policy's render (package render, a
 // kustomize base of flat files) with the overlay applied in-process by
@@ -59,6 +61,9 @@ type Settings struct {
 	Context    string `json:"context,omitempty"`
 	// Description says what the environment is, in a line.
 	Description string `json:"description,omitempty"`
+	// GitOps names the GitOps engine that syncs deploy/ENV at the pin and
+	// how it reaches the repository (see gitops.go); absent: none.
+	GitOps GitOps `json:"gitops,omitempty"`
 }
 
 // Environment is one loaded environment.
@@ -182,6 +187,9 @@ func ParseSettings(b []byte) (Settings, error) {
 	}
 	if s.Pin != "" && !fullSHA.MatchString(s.Pin) {
 		return s, fmt.Errorf("pin: %q is not a full commit SHA (40 hex digits); set it with gpupolicy pin", s.Pin)
+	}
+	if err := s.GitOps.check(); err != nil {
+		return s, fmt.Errorf("gitops: %w", err)
 	}
 	return s, nil
 }

@@ -85,9 +85,65 @@ func (w *Workspace) RenderAt(commit string) (map[string][]byte, string, error) {
 	return RenderAt(w.Repo, commit, w.Env.Name, w.Env)
 }
 
-// WriteDeploy replaces deploy/ENV with files, atomically (render.Write).
+// WriteDeploy replaces deploy/ENV with files, atomically (render.Write),
+// and environments/ENV/gitops with the engine objects for the current pin
+// (WriteGitOps).
 func (w *Workspace) WriteDeploy(files map[string][]byte) error {
-	return render.Write(w.abs(w.Env.DeployDir()), files)
+	if err := render.Write(w.abs(w.Env.DeployDir()), files); err != nil {
+		return err
+	}
+	_, err := w.WriteGitOps()
+	return err
+}
+
+// WriteGitOps replaces environments/ENV/gitops with the engine objects
+// for the environment's pin (GitOpsFiles), atomically; with no engine (or
+// no pin yet) it removes a previously generated directory. It returns the
+// files written.
+func (w *Workspace) WriteGitOps() (map[string][]byte, error) {
+	files, err := w.Env.GitOpsFiles()
+	if err != nil {
+		return nil, err
+	}
+	dir := w.abs(w.Env.GitOpsDir())
+	if len(files) > 0 {
+		return files, render.Write(dir, files)
+	}
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil || !bytes.HasPrefix(b, []byte(render.GeneratedPrefix)) {
+			return nil, fmt.Errorf("%s holds %s, which gpupolicy did not generate; the environment names no GitOps engine, so remove the directory by hand", w.Env.GitOpsDir(), e.Name())
+		}
+	}
+	return nil, os.RemoveAll(dir)
+}
+
+// readDir reads the plain files of a root-relative directory (none when it
+// does not exist).
+func (w *Workspace) readDir(p string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	entries, err := os.ReadDir(w.abs(p))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(w.abs(p), e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out[e.Name()] = b
+	}
+	return out, nil
 }
 
 // CheckCommittable refuses a commit of deploy/ENV when the render would not
@@ -101,7 +157,7 @@ func (w *Workspace) CheckCommittable() error {
 	var dirty []string
 	for _, c := range changes {
 		switch {
-		case gitrepo.Under(c.Path, w.Env.DeployDir()):
+		case gitrepo.Under(c.Path, w.Env.DeployDir(), w.Env.GitOpsDir()):
 		case c.Untracked && gitrepo.Under(c.Path, w.Env.Policy, w.Env.Dir()):
 			dirty = append(dirty, c.Path+" (untracked)")
 		case !c.Untracked:
@@ -154,7 +210,7 @@ func (w *Workspace) CommitDeploy() (gitrepo.Commit, error) {
 	e := w.Env
 	msg := fmt.Sprintf("%s: render %s for %s\n\nRendered by gpupolicy render --env %s --commit from %s at %s.",
 		e.DeployDir(), e.Policy, e.Name, e.Name, e.Policy, head.Short())
-	return w.Repo.CommitOnly(msg, e.DeployDir())
+	return w.Repo.CommitOnly(msg, e.DeployDir(), e.GitOpsDir())
 }
 
 // DeployCheck compares a fresh render with deploy/ENV on disk (render
@@ -167,6 +223,11 @@ type DeployCheck struct {
 	Files, Disk map[string][]byte
 	// Changes are the files that differ, by name.
 	Changes []FileDiff
+	// GitOpsDir is environments/ENV/gitops as shown to the user;
+	// GitOpsChanges, its files that differ from the engine objects for the
+	// pin.
+	GitOpsDir     string
+	GitOpsChanges []FileDiff
 }
 
 // FileDiff is one file of deploy/ENV that a render would add, remove or
@@ -179,27 +240,32 @@ type FileDiff struct {
 // CheckDeploy compares files, a fresh render, with deploy/ENV on disk. It
 // reads and writes nothing else.
 func (w *Workspace) CheckDeploy(files map[string][]byte) (*DeployCheck, error) {
-	dir := w.abs(w.Env.DeployDir())
-	c := &DeployCheck{Env: w.Env, Dir: w.Path(w.Env.DeployDir()), Files: files, Disk: map[string][]byte{}}
-	entries, err := os.ReadDir(dir)
-	if err != nil && !os.IsNotExist(err) {
+	c := &DeployCheck{Env: w.Env, Dir: w.Path(w.Env.DeployDir()), Files: files, GitOpsDir: w.Path(w.Env.GitOpsDir())}
+	var err error
+	if c.Disk, err = w.readDir(w.Env.DeployDir()); err != nil {
 		return nil, err
 	}
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		c.Disk[e.Name()] = b
+	c.Changes = fileDiffs(files, c.Disk)
+	gitops, err := w.Env.GitOpsFiles()
+	if err != nil {
+		return nil, err
 	}
+	disk, err := w.readDir(w.Env.GitOpsDir())
+	if err != nil {
+		return nil, err
+	}
+	c.GitOpsChanges = fileDiffs(gitops, disk)
+	return c, nil
+}
+
+// fileDiffs lists the files that want (generated) adds, removes or changes
+// in have (on disk), by name.
+func fileDiffs(want, have map[string][]byte) []FileDiff {
 	names := map[string]bool{}
-	for n := range files {
+	for n := range want {
 		names[n] = true
 	}
-	for n := range c.Disk {
+	for n := range have {
 		names[n] = true
 	}
 	sorted := make([]string, 0, len(names))
@@ -207,28 +273,38 @@ func (w *Workspace) CheckDeploy(files map[string][]byte) (*DeployCheck, error) {
 		sorted = append(sorted, n)
 	}
 	sort.Strings(sorted)
+	var out []FileDiff
 	for _, n := range sorted {
-		want, inRender := files[n]
-		have, inDeploy := c.Disk[n]
+		w, inRender := want[n]
+		h, inDeploy := have[n]
 		switch {
 		case inRender && !inDeploy:
-			c.Changes = append(c.Changes, FileDiff{n, drift.Added})
+			out = append(out, FileDiff{n, drift.Added})
 		case !inRender && inDeploy:
-			c.Changes = append(c.Changes, FileDiff{n, drift.Removed})
-		case !bytes.Equal(want, have):
-			c.Changes = append(c.Changes, FileDiff{n, drift.Changed})
+			out = append(out, FileDiff{n, drift.Removed})
+		case !bytes.Equal(w, h):
+			out = append(out, FileDiff{n, drift.Changed})
 		}
 	}
-	return c, nil
+	return out
 }
 
-// Stale reports whether deploy/ENV differs from the render.
-func (c *DeployCheck) Stale() bool { return len(c.Changes) > 0 }
+// Stale reports whether deploy/ENV, or the engine objects, differ from the
+// render.
+func (c *DeployCheck) Stale() bool { return len(c.Changes) > 0 || len(c.GitOpsChanges) > 0 }
 
 // Text prints the check: up to date, or each file that differs and what
 // the differences mean, object by object.
 func (c *DeployCheck) Text(out io.Writer) {
-	if !c.Stale() {
+	if len(c.GitOpsChanges) > 0 {
+		lines := make([]string, len(c.GitOpsChanges))
+		for i, f := range c.GitOpsChanges {
+			lines[i] = fmt.Sprintf("  %-8s %s", string(f.Change)+":", f.Name)
+		}
+		fmt.Fprintf(out, "%s is stale: the %s objects for the pin would change %d file(s):\n%s\n",
+			c.GitOpsDir, c.Env.Engine().Engine, len(lines), strings.Join(lines, "\n"))
+	}
+	if len(c.Changes) == 0 {
 		fmt.Fprintf(out, "%s is up to date (%d files)\n", c.Dir, len(c.Files))
 		return
 	}
@@ -279,6 +355,19 @@ func (w *Workspace) Pinned(ctx context.Context) (drift.Set, *drift.GitSide, erro
 	return set, side, nil
 }
 
+// CompareWithPin compares the render at rev (a commit a GitOps engine
+// synced) with the render at the pin, as drift compares the pin with HEAD:
+// what the cluster running rev lacks of the pin.
+func (w *Workspace) CompareWithPin(ctx context.Context, rev string, sides drift.Sides) (*drift.Report, error) {
+	return drift.Git(ctx, drift.Options{
+		Repo: w.Repo, Env: w.Env.Name, Pin: rev, Head: w.Env.Pin,
+		PolicyDir: w.Env.Policy, EnvDir: w.Env.Dir(),
+		RenderAt: w.RenderAt,
+		Sides:    sides,
+		MaxBlame: -1,
+	})
+}
+
 // PinSides name the two ends of a pin move in reports.
 var PinSides = drift.Sides{From: "the old pin", To: "the new pin"}
 
@@ -297,6 +386,9 @@ type PinMove struct {
 	// pin names no commit of the repository (OldUnknown).
 	Report     *drift.Report
 	OldUnknown bool
+	// GitOps are the engine objects written for the new pin (in
+	// environments/ENV/gitops, in the same commit); nil without an engine.
+	GitOps map[string][]byte
 }
 
 // MovePin moves the environment's pin to rev (a SHA, branch, tag or HEAD):
@@ -304,7 +396,9 @@ type PinMove struct {
 // file alone; other uncommitted work is left as it is. It refuses when
 // environment.yaml has uncommitted changes. What the move deploys is
 // compared before anything is written; if the commit fails the file is put
-// back.
+// back. When the environment names a GitOps engine, its objects
+// (environments/ENV/gitops) are rewritten for the new pin and committed with
+// environment.yaml.
 func (w *Workspace) MovePin(ctx context.Context, rev string) (*PinMove, error) {
 	settings := w.Env.SettingsPath()
 	target, err := w.Repo.Resolve(rev)
@@ -323,6 +417,9 @@ func (w *Workspace) MovePin(ctx context.Context, rev string) (*PinMove, error) {
 	for _, c := range dirty {
 		if c.Path == settings {
 			return nil, fmt.Errorf("%s has uncommitted changes; commit or discard them before moving the pin (the pin commit holds that file alone)", settings)
+		}
+		if gitrepo.Under(c.Path, w.Env.GitOpsDir()) {
+			return nil, fmt.Errorf("%s has uncommitted changes; discard them before moving the pin (the pin commit rewrites that directory)", c.Path)
 		}
 	}
 
@@ -352,7 +449,19 @@ func (w *Workspace) MovePin(ctx context.Context, rev string) (*PinMove, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The engine objects carry the pin: rewrite them for the new one, to
+	// go in the same commit.
+	moved := *w.Env
+	moved.Pin = target.Hash
+	if _, err := moved.GitOpsFiles(); err != nil {
+		return nil, err
+	}
 	if err := atomicfile.WriteFile(path, nb, 0o644); err != nil {
+		return nil, err
+	}
+	mw := &Workspace{Repo: w.Repo, Root: w.Root, Env: &moved}
+	if m.GitOps, err = mw.WriteGitOps(); err != nil {
+		_ = atomicfile.WriteFile(path, b, 0o644)
 		return nil, err
 	}
 	from := "unpinned"
@@ -361,10 +470,12 @@ func (w *Workspace) MovePin(ctx context.Context, rev string) (*PinMove, error) {
 	}
 	msg := fmt.Sprintf("%s: pin %s to %s\n\nMoved from %s by gpupolicy pin --env %s %s.\nPinned commit: %s %s",
 		settings, w.Env.Name, target.Short(), from, w.Env.Name, rev, target.Hash, target.Subject)
-	if m.Commit, err = w.Repo.CommitOnly(msg, settings); err != nil {
-		// Leave the file as it was: the pin did not move.
+	if m.Commit, err = w.Repo.CommitOnly(msg, settings, w.Env.GitOpsDir()); err != nil {
+		// Leave the files as they were: the pin did not move.
 		_ = atomicfile.WriteFile(path, b, 0o644)
+		_, _ = w.WriteGitOps()
 		return nil, err
 	}
+	w.Env = &moved
 	return m, nil
 }

@@ -92,3 +92,48 @@ var (
 	GVRWorkflowTemplate      = argoGV.WithResource("workflowtemplates")
 	GVRWorkflow              = argoGV.WithResource("workflows")
 )
+
+// The GitOps engine objects render --env writes beside an environment
+// (environments/ENV/gitops), and that drift --live reads back: Flux's
+// GitRepository and Kustomization, Argo CD's Application.
+const (
+	FluxSourceAPIVersion    = "source.toolkit.fluxcd.io/v1"
+	FluxKustomizeAPIVersion = "kustomize.toolkit.fluxcd.io/v1"
+	ArgoCDAPIVersion        = "argoproj.io/v1alpha1"
+)
+
+// Resources of the GitOps engine objects.
+var (
+	GVRFluxGitRepository = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}
+	GVRFluxKustomization = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
+	GVRArgoCDApplication = argoGV.WithResource("applications")
+)
+
+// The admission rules the API server enforces in every namespace where the
+// policy's GPU workloads run (a ValidatingAdmissionPolicy and its binding
+// per namespace), and that drift --live reports for what slipped in before
+// them. Their messages and findings name these IDs.
+const (
+	// RuleGPUOutsideKueue: a pod asking for a share or declaring GPU
+	// memory without a LocalQueue (label LabelKueueQueue).
+	RuleGPUOutsideKueue = "gpu-outside-kueue"
+	// RulePriorityNotAllowed: a workload naming a priority its namespace
+	// may not use.
+	RulePriorityNotAllowed = "priority-not-allowed"
+	// RuleQueueNotAllowed: a workload naming a LocalQueue its namespace
+	// may not use.
+	RuleQueueNotAllowed = "queue-not-allowed"
+)
+
+// AdmissionPolicyPrefix starts the name of each namespace's
+// ValidatingAdmissionPolicy and binding: <prefix><namespace>.
+const AdmissionPolicyPrefix = "gpupolicy-"
+
+// APIVersion and resources of the admission objects (core Kubernetes).
+const AdmissionAPIVersion = "admissionregistration.k8s.io/v1"
+
+var (
+	admissionGV                         = schema.GroupVersion{Group: "admissionregistration.k8s.io", Version: "v1"}
+	GVRValidatingAdmissionPolicy        = admissionGV.WithResource("validatingadmissionpolicies")
+	GVRValidatingAdmissionPolicyBinding = admissionGV.WithResource("validatingadmissionpolicybindings")
+)

@@ -1,8 +1,11 @@
 // Package crdcheck validates Kubernetes custom resources in-process against
 // the real CustomResourceDefinitions of the components gpupolicy renders for:
 // Kueue v0.17.0 (ClusterQueue, LocalQueue, ResourceFlavor,
-// WorkloadPriorityClass) and Argo Workflows v3.7.3 (WorkflowTemplate, the
-// "full" CRD with the complete schema).
+// WorkloadPriorityClass), Argo Workflows v3.7.3 (WorkflowTemplate, the
+// "full" CRD with the complete schema), and the GitOps engines whose objects
+// carry an environment's pin: Flux (source-controller and
+// kustomize-controller v1.9.6: GitRepository, Kustomization; v1.10 needs Go
+// 1.27) and Argo CD v3.6.1 (Application).
 //
 // It runs what an API server runs on create, outside an API server, with
 // k8s.io/apiextensions-apiserver: unknown fields are reported (as kubectl
@@ -67,6 +70,13 @@ var Sources = []Source{
 	{"kueue.x-k8s.io_resourceflavors.yaml", "sigs.k8s.io/kueue", "v0.17.0", "config/components/crd/bases/kueue.x-k8s.io_resourceflavors.yaml"},
 	{"kueue.x-k8s.io_workloadpriorityclasses.yaml", "sigs.k8s.io/kueue", "v0.17.0", "config/components/crd/bases/kueue.x-k8s.io_workloadpriorityclasses.yaml"},
 	{"argoproj.io_workflowtemplates.yaml", "github.com/argoproj/argo-workflows/v3", "v3.7.3", "manifests/base/crds/full/argoproj.io_workflowtemplates.yaml"},
+	// The GitOps engines. Their CRDs are not in the api modules go.mod
+	// requires: fetch the controllers' modules with
+	//   go mod download github.com/fluxcd/source-controller@v1.9.6 github.com/fluxcd/kustomize-controller@v1.9.6 github.com/argoproj/argo-cd/v3@v3.6.1
+	// (Argo CD's Go packages are never imported; only its CRD is copied.)
+	{"source.toolkit.fluxcd.io_gitrepositories.yaml", "github.com/fluxcd/source-controller", "v1.9.6", "config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml"},
+	{"kustomize.toolkit.fluxcd.io_kustomizations.yaml", "github.com/fluxcd/kustomize-controller", "v1.9.6", "config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml"},
+	{"argoproj.io_applications.yaml", "github.com/argoproj/argo-cd/v3", "v3.6.1", "manifests/crds/application-crd.yaml"},
 }
 
 // Validator checks objects against the embedded CRDs. It is safe for
@@ -321,3 +331,7 @@ func (v *Validator) kindList() string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// CRD returns an embedded CRD's YAML by its file name under crds/ (see
+// Sources), for installing it on a cluster.
+func CRD(file string) ([]byte, error) { return crdFiles.ReadFile("crds/" + file) }

@@ -41,15 +41,7 @@ func localRender(t *testing.T) (drift.Set, *policy.Policy) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := env.Render(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := drift.Parse(files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set, p
+	return renderSet(t, env, p), p
 }
 
 func objects(set drift.Set, skip ...string) []*unstructured.Unstructured {
