@@ -63,7 +63,7 @@ FUZZTIME ?= 5m
 MUTANTS  ?= 3000
 .PHONY: fuzz mutate
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzPolicy$$' -fuzztime $(FUZZTIME) ./internal/policy/
+	$(GO) test -run '^$$' -fuzz '^FuzzPolicy$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./internal/policy/
 
 mutate:
 	$(GO) run ./hack/mutate -n $(MUTANTS)

@@ -192,21 +192,14 @@ func TestPinHeadClearsDrift(t *testing.T) {
 
 // A commit without deploy/lab is rendered from its own policy.
 func TestRenderFallback(t *testing.T) {
-	env, current := labRender(t)
+	env, _ := labRender(t)
 	r := gittest.Init(t)
 	r.WriteFiles("environments/lab", env.Files)
-	for _, f := range []string{"policy.cue", "locks.cue", "priorities.cue", "queues.cue", "services.cue", "templates.cue"} {
-		b, err := osReadFile(filepath.Join("..", "policies/lab", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f == "locks.cue" {
-			b = bytes.Replace(b, []byte("size:        4"), []byte("size:        1"), 1)
-		}
-		r.Write("policies/lab/"+f, string(b))
+	for f, b := range seriesLab(t, "1") {
+		r.Write("policies/lab/"+f, b)
 	}
 	c1 := r.Commit("policy: one job at a time")
-	r.WriteFiles("deploy/lab", current)
+	r.WriteFiles("deploy/lab", seriesRender(t, env, "4"))
 	c2 := r.Commit("deploy/lab: render with the main lock at 4")
 	g, _ := gitrepo.Open(r.Dir)
 	rep, err := drift.Git(context.Background(), drift.Options{
@@ -258,6 +251,49 @@ func text(t *testing.T, r *drift.Report) string {
 
 var osReadFile = os.ReadFile
 
+// seriesLab is policies/lab with the locks and template of the write-ups'
+// series (cmd/gpupolicy/testdata/lab-series: the cache lock of 1 and the
+// main lock, here at size unless size is ""), by file name.
+func seriesLab(t *testing.T, size string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range []string{"policy.cue", "locks.cue", "priorities.cue", "queues.cue", "services.cue", "templates.cue"} {
+		dir := filepath.Join("..", "policies", "lab")
+		if f == "locks.cue" || f == "templates.cue" {
+			dir = filepath.Join("..", "cmd", "gpupolicy", "testdata", "lab-series")
+		}
+		b, err := osReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "locks.cue" && size != "" {
+			b = bytes.Replace(b, []byte("size:        4"), []byte("size:        "+size), 1)
+		}
+		out[f] = string(b)
+	}
+	return out
+}
+
+// seriesRender is the environment's render of seriesLab(size).
+func seriesRender(t *testing.T, env *environment.Environment, size string) map[string][]byte {
+	t.Helper()
+	dir := t.TempDir()
+	for f, b := range seriesLab(t, size) {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := policy.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := env.Render(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
 // Without committed renders, both sides are rendered from their policy, and
 // the blame walks the commits that changed the policy or the overlay.
 func TestFallbackBlame(t *testing.T) {
@@ -265,15 +301,11 @@ func TestFallbackBlame(t *testing.T) {
 	r := gittest.Init(t)
 	r.WriteFiles("environments/lab", env.Files)
 	writeLab := func(size string) {
-		for _, f := range []string{"policy.cue", "locks.cue", "priorities.cue", "queues.cue", "services.cue", "templates.cue"} {
-			b, err := osReadFile(filepath.Join("..", "policies/lab", f))
-			if err != nil {
-				t.Fatal(err)
-			}
+		for f, b := range seriesLab(t, "") {
 			if f == "locks.cue" {
-				b = bytes.Replace(b, []byte("size:        4"), []byte("size:        "+size), 1)
+				b = strings.Replace(b, "size:        4", "size:        "+size, 1)
 			}
-			r.Write("policies/lab/"+f, string(b))
+			r.Write("policies/lab/"+f, b)
 		}
 	}
 	writeLab("1")

@@ -108,9 +108,11 @@ func workflowTemplate(p *policy.Policy, v policy.Variant) *wfv1.WorkflowTemplate
 		Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
 	}
 
+	// Only the priorities the template's namespace may use (policy.Allowed):
+	// the API server rejects a step at any other.
 	var ladder []wfv1.AnyString
-	for _, pr := range p.Ladder() {
-		ladder = append(ladder, wfv1.AnyString(pr.Name))
+	for _, pr := range p.Allowed(t.Namespace).Priorities {
+		ladder = append(ladder, wfv1.AnyString(pr))
 	}
 	params := []wfv1.Parameter{
 		{

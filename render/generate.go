@@ -45,6 +45,9 @@ func generate(p *policy.Policy) []Object {
 		out = append(out, limitRange(p, ns))
 		out = append(out, testJobConfigMap(p, ns))
 	}
+	for _, ns := range p.GPUNamespaces() {
+		out = append(out, admissionPolicy(p, ns), admissionBinding(p, ns))
+	}
 	return out
 }
 

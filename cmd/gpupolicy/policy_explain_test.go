@@ -42,15 +42,20 @@ func TestExplainJSONContract(t *testing.T) {
 	if err := dec.Decode(&doc); err != nil {
 		t.Fatalf("decoding: %v", err)
 	}
-	if doc.Policy != "lab" || len(doc.Capacity) != 16 {
-		t.Fatalf("policy %q with %d rows, want lab with 16 (2 templates × 4 priorities × 2 states)", doc.Policy, len(doc.Capacity))
+	// gpu-step-no-cache takes the same locks as gpu-step (none: Kueue alone
+	// gates), so it shares gpu-step's rows.
+	if doc.Policy != "lab" || len(doc.Capacity) != 8 {
+		t.Fatalf("policy %q with %d rows, want lab with 8 (1 template × 4 priorities × 2 states)", doc.Policy, len(doc.Capacity))
 	}
 	found := 0
 	for _, c := range doc.Capacity {
 		if c.Admitted == nil || c.Margin == nil || c.Binding == nil || c.State == nil {
 			t.Fatalf("row %+v lacks a contract field", c)
 		}
-		if c.Template != "gpu-step-no-cache" || c.Priority != "batch" {
+		if c.Lock != nil {
+			t.Errorf("row %+v has a lock; the lab takes none", c)
+		}
+		if c.Template != "gpu-step" || c.Priority != "batch" {
 			continue
 		}
 		found++
@@ -68,7 +73,7 @@ func TestExplainJSONContract(t *testing.T) {
 		}
 	}
 	if found != 2 {
-		t.Errorf("%d batch rows for gpu-step-no-cache, want 2", found)
+		t.Errorf("%d batch rows for gpu-step, want 2", found)
 	}
 	rules := map[string]string{}
 	for _, f := range doc.Findings {
@@ -79,7 +84,7 @@ func TestExplainJSONContract(t *testing.T) {
 			rules[f.Rule] = f.Severity // findings come most severe first
 		}
 	}
-	for rule, sev := range map[string]string{"dead-preemption": "error", "starvation": "warning", "declared-physical": "info", "lock-capacity": "warning"} {
+	for rule, sev := range map[string]string{"dead-preemption": "error", "starvation": "warning", "declared-physical": "info", "kueue-alone": "info"} {
 		if rules[rule] != sev {
 			t.Errorf("rule %s: first severity %q, want %q", rule, rules[rule], sev)
 		}

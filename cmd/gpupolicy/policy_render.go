@@ -34,6 +34,11 @@ Kubernetes objects that run it, one YAML file each:
   WorkflowTemplate       one per GPU step template, and its cache-free variant
   LimitRange             per job namespace: a job that declares no GPU memory
                          is counted at the policy's default
+  ValidatingAdmissionPolicy (+ Binding)
+                         per namespace where GPU workloads run: the API
+                         server rejects a GPU pod without a LocalQueue, and
+                         a queue or priority the namespace may not use
+                         (policy field access; CEL, no webhook)
 
 Every Kueue and Argo object is checked against the real CRDs (Kueue v0.17.0,
 Argo Workflows v3.7.3), OpenAPI schema and CEL rules, before anything is
@@ -123,6 +128,8 @@ func renderPlural(kind string, n int) string {
 		return kind
 	case strings.HasSuffix(kind, "s"):
 		return kind + "es"
+	case strings.HasSuffix(kind, "y") && !strings.ContainsAny(kind[len(kind)-2:len(kind)-1], "aeiou"):
+		return kind[:len(kind)-1] + "ies" // ValidatingAdmissionPolicy → ValidatingAdmissionPolicies
 	default:
 		return kind + "s"
 	}

@@ -26,7 +26,10 @@ func TestMain(m *testing.M) {
 //
 // Extra commands:
 //
-//	cplab DIR            copy the repository's policies/lab to DIR
+//	cplab [-series] DIR  copy the repository's policies/lab to DIR; with
+//	                     -series, with the locks and template of the
+//	                     write-ups' series (testdata/lab-series: the main
+//	                     lock of 4, the cache lock of 1)
 //	exits N CMD ARGS...  run CMD and require exit status N exactly
 //	tree DIR             print every path under DIR (DIR itself as ".") with
 //	                     its mode, size, modification time and content hash:
@@ -45,10 +48,17 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"cplab": func(ts *testscript.TestScript, neg bool, args []string) {
+				series := len(args) == 2 && args[0] == "-series"
+				if series {
+					args = args[1:]
+				}
 				if len(args) != 1 {
-					ts.Fatalf("usage: cplab DIR")
+					ts.Fatalf("usage: cplab [-series] DIR")
 				}
 				copyDir(ts, filepath.Join(repo, "policies", "lab"), ts.MkAbs(args[0]))
+				if series {
+					copyDir(ts, filepath.Join(repo, "cmd", "gpupolicy", "testdata", "lab-series"), ts.MkAbs(args[0]))
+				}
 			},
 			"tree": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 1 || neg {

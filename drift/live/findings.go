@@ -36,6 +36,9 @@ func (r *Report) Findings() finding.List {
 		out = append(out, r.Live.Nodes.Findings()...)
 	}
 	out = append(out, r.Live.Engine.Findings()...)
+	for _, b := range r.Live.Bypasses {
+		out = append(out, b.Finding())
+	}
 	for _, pp := range r.Live.Unschedulable {
 		f := reconcile.RulePodUnschedulable.New(pp.Message)
 		f.Object = drift.Ref("Pod", pp.Namespace, pp.Name)

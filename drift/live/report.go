@@ -30,6 +30,8 @@ type Report struct {
 		// Engine is what the GitOps engine runs; absent when the
 		// environment names none.
 		Engine *Engine `json:"engine,omitempty"`
+		// Bypasses are what got around the policy (bypass.go).
+		Bypasses []Bypass `json:"bypasses"`
 	} `json:"live"`
 }
 
@@ -56,6 +58,9 @@ func Check(ctx context.Context, side *Side, git *drift.Report, p *policy.Policy)
 	if r.Live.Unschedulable, err = Unschedulable(ctx, side.Client, p.DeclarationResource); err != nil {
 		return nil, fmt.Errorf("reading pending pods (%s): %w", side.Where, err)
 	}
+	if r.Live.Bypasses, err = Bypasses(ctx, side.Client, p); err != nil {
+		return nil, fmt.Errorf("reading GPU pods and Workloads (%s): %w", side.Where, err)
+	}
 	if side.Engine != nil {
 		if r.Live.Engine, err = ReadEngine(ctx, side.Client, *side.Engine); err != nil {
 			return nil, fmt.Errorf("reading the GitOps engine (%s): %w", side.Where, err)
@@ -73,7 +78,7 @@ func Check(ctx context.Context, side *Side, git *drift.Report, p *policy.Policy)
 // Drifted reports drift anywhere: between the pin and HEAD, between the pin
 // and the cluster, or a Workload counted at the GPU-memory default.
 func (r *Report) Drifted() bool {
-	if r.Git.Drifted() || len(r.Live.Differences) > 0 || len(r.Live.Unschedulable) > 0 {
+	if r.Git.Drifted() || len(r.Live.Differences) > 0 || len(r.Live.Unschedulable) > 0 || len(r.Live.Bypasses) > 0 {
 		return true
 	}
 	if r.Live.Nodes != nil && len(r.Live.Nodes.Findings()) > 0 {
@@ -120,6 +125,7 @@ func (r *Report) Text(w io.Writer) error {
 		fmt.Fprintf(w, "  %s/%s: %s\n", wc.Namespace, wc.Workload, wc.Message)
 	}
 	r.nodesText(w, "  ")
+	r.bypassText(w, false)
 	r.engineText(w, false)
 	return nil
 }
@@ -204,6 +210,7 @@ func (r *Report) Markdown(w io.Writer) error {
 		fmt.Fprintf(w, "\n### GPU nodes\n\n")
 		r.nodesText(w, "- ")
 	}
+	r.bypassText(w, true)
 	r.engineText(w, true)
 	return nil
 }

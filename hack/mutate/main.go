@@ -49,6 +49,7 @@ func main() {
 	show := flag.Int("show", 2, "examples printed per class of failure")
 	keep := flag.Bool("keep", false, "keep the temp dir (and the failing mutants in it)")
 	logFile := flag.String("log", "", "write every problem found to this file")
+	msgFile := flag.String("messages", "", "write every vet message (stderr) to this file, for reading")
 	flag.Parse()
 
 	base, err := readPolicy(*policyDir)
@@ -104,6 +105,15 @@ func main() {
 	wg.Wait()
 
 	report(results, mutants, *show)
+	if *msgFile != "" {
+		var b strings.Builder
+		for i, r := range results {
+			fmt.Fprintf(&b, "## %s [%s] exit %d\n%s", mutants[i].name, strings.Join(mutants[i].ops, "; "), r.vetExit, r.vetStderr)
+		}
+		if err := os.WriteFile(*msgFile, []byte(b.String()), 0o644); err != nil {
+			fatal(err)
+		}
+	}
 	if *logFile != "" {
 		if err := writeLog(*logFile, results, mutants); err != nil {
 			fatal(err)
@@ -174,8 +184,9 @@ type problem struct {
 }
 
 type result struct {
-	vetExit  int
-	problems []problem
+	vetExit   int
+	vetStderr string
+	problems  []problem
 }
 
 type run struct {
@@ -254,7 +265,7 @@ func check(tmp, bin string, m *mutant, timeout time.Duration, keep bool) result 
 	}
 
 	vet := cmd("vet", m.name)
-	res.vetExit = vet.exit
+	res.vetExit, res.vetStderr = vet.exit, vet.stderr
 	judge("vet", vet, 0, 2)
 	vet2 := cmd("vet", m.name)
 	if vet2.stdout != vet.stdout || vet2.stderr != vet.stderr || vet2.exit != vet.exit {

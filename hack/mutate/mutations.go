@@ -159,24 +159,42 @@ func matching(lines []string, re *regexp.Regexp) []int {
 	return out
 }
 
+// randomField picks a random file and a random field line in it (-1 for
+// none).
+func (mu *mutant) randomField(r *rand.Rand) (string, []string, int) {
+	n, lines := mu.randomFile(r)
+	idx := matching(lines, fieldRE)
+	if len(idx) == 0 {
+		return n, lines, -1
+	}
+	return n, lines, pick(r, idx)
+}
+
 func deleteLine(m *mutator, r *rand.Rand, mu *mutant) string {
+	return mu.editLine(r, func(lines []string, i int) []string { return append(lines[:i:i], lines[i+1:]...) })
+}
+
+func duplicateLine(m *mutator, r *rand.Rand, mu *mutant) string {
+	return mu.editLine(r, func(lines []string, i int) []string { return append(lines[:i+1:i+1], lines[i:]...) })
+}
+
+// editLine applies edit to a random line of a random file.
+func (mu *mutant) editLine(r *rand.Rand, edit func(lines []string, i int) []string) string {
 	n, lines := mu.randomFile(r)
 	if len(lines) == 0 {
 		return ""
 	}
 	i := r.IntN(len(lines))
 	d := fmt.Sprintf("%s:%d %q", n, i+1, lines[i])
-	mu.set(n, append(lines[:i:i], lines[i+1:]...))
+	mu.set(n, edit(lines, i))
 	return d
 }
 
 func deleteField(m *mutator, r *rand.Rand, mu *mutant) string {
-	n, lines := mu.randomFile(r)
-	idx := matching(lines, fieldRE)
-	if len(idx) == 0 {
+	n, lines, i := mu.randomField(r)
+	if i < 0 {
 		return ""
 	}
-	i := pick(r, idx)
 	d := fmt.Sprintf("%s:%d %q", n, i+1, lines[i])
 	// A field that opens a struct: delete through its closing line.
 	end := i
@@ -192,17 +210,6 @@ func deleteField(m *mutator, r *rand.Rand, mu *mutant) string {
 	}
 	mu.set(n, append(lines[:i:i], lines[end+1:]...))
 	return d
-}
-
-func duplicateLine(m *mutator, r *rand.Rand, mu *mutant) string {
-	n, lines := mu.randomFile(r)
-	if len(lines) == 0 {
-		return ""
-	}
-	i := r.IntN(len(lines))
-	out := append(lines[:i+1:i+1], lines[i:]...)
-	mu.set(n, out)
-	return fmt.Sprintf("%s:%d %q", n, i+1, lines[i])
 }
 
 func swapValues(m *mutator, r *rand.Rand, mu *mutant) string {
@@ -232,23 +239,9 @@ var numbers = []string{"0", "-1", "-7", "1", "2", "3", "63", "64", "65", "4096",
 	"99999999999999999999", "1.5", "1e3", "0x10"}
 
 func changeNumber(m *mutator, r *rand.Rand, mu *mutant) string {
-	n, lines := mu.randomFile(r)
-	var idx []int
-	for i, l := range lines {
-		if !strings.HasPrefix(strings.TrimSpace(l), "//") && numberRE.MatchString(l) && !stringRE.MatchString(l) {
-			idx = append(idx, i)
-		}
-	}
-	if len(idx) == 0 {
-		return ""
-	}
-	i := pick(r, idx)
-	locs := numberRE.FindAllStringIndex(lines[i], -1)
-	loc := pick(r, locs)
-	v := pick(r, numbers)
-	lines[i] = lines[i][:loc[0]] + v + lines[i][loc[1]:]
-	mu.set(n, lines)
-	return fmt.Sprintf("%s:%d → %s", n, i+1, v)
+	return mu.replaceMatch(r, numberRE, func(l string) bool {
+		return !strings.HasPrefix(strings.TrimSpace(l), "//") && !stringRE.MatchString(l)
+	}, nil, func() string { return pick(r, numbers) })
 }
 
 var quantities = []string{`"0"`, `"0Gi"`, `"0Mi"`, `"1Mi"`, `"1GB"`, `"1.5Gi"`, `"-1Gi"`, `"1Ti"`,
@@ -309,12 +302,10 @@ func unknownField(m *mutator, r *rand.Rand, mu *mutant) string {
 }
 
 func typoField(m *mutator, r *rand.Rand, mu *mutant) string {
-	n, lines := mu.randomFile(r)
-	idx := matching(lines, fieldRE)
-	if len(idx) == 0 {
+	n, lines, i := mu.randomField(r)
+	if i < 0 {
 		return ""
 	}
-	i := pick(r, idx)
 	g := fieldRE.FindStringSubmatch(lines[i])
 	key := g[2]
 	quoted := strings.HasPrefix(key, `"`)
@@ -378,10 +369,28 @@ func strings_(m *mutator, r *rand.Rand) string {
 }
 
 func changeString(m *mutator, r *rand.Rand, mu *mutant) string {
+	return mu.replaceMatch(r, stringRE, func(l string) bool {
+		return !strings.HasPrefix(strings.TrimSpace(l), "import")
+	}, nil, func() string { return strings_(m, r) })
+}
+
+// replaceMatch replaces one match of re that isMatch accepts (any, when
+// nil), on a random line of a random file that isLine accepts, with
+// value(). The random draws come in one order: file, line, match, value.
+func (mu *mutant) replaceMatch(r *rand.Rand, re *regexp.Regexp, isLine, isMatch func(string) bool, value func() string) string {
 	n, lines := mu.randomFile(r)
+	matches := func(l string) [][]int {
+		var out [][]int
+		for _, loc := range re.FindAllStringIndex(l, -1) {
+			if isMatch == nil || isMatch(l[loc[0]:loc[1]]) {
+				out = append(out, loc)
+			}
+		}
+		return out
+	}
 	var idx []int
 	for i, l := range lines {
-		if stringRE.MatchString(l) && !strings.HasPrefix(strings.TrimSpace(l), "import") {
+		if isLine(l) && len(matches(l)) > 0 {
 			idx = append(idx, i)
 		}
 	}
@@ -389,9 +398,8 @@ func changeString(m *mutator, r *rand.Rand, mu *mutant) string {
 		return ""
 	}
 	i := pick(r, idx)
-	locs := stringRE.FindAllStringIndex(lines[i], -1)
-	loc := pick(r, locs)
-	v := strings_(m, r)
+	loc := pick(r, matches(lines[i]))
+	v := value()
 	lines[i] = lines[i][:loc[0]] + v + lines[i][loc[1]:]
 	mu.set(n, lines)
 	return fmt.Sprintf("%s:%d → %s", n, i+1, truncate(v, 40))
@@ -399,31 +407,9 @@ func changeString(m *mutator, r *rand.Rand, mu *mutant) string {
 
 // collideName replaces a name string with another name the policy uses.
 func collideName(m *mutator, r *rand.Rand, mu *mutant) string {
-	n, lines := mu.randomFile(r)
-	var idx []int
-	for i, l := range lines {
-		for _, s := range stringRE.FindAllString(l, -1) {
-			if nameRE.MatchString(strings.Trim(s, `"`)) {
-				idx = append(idx, i)
-				break
-			}
-		}
-	}
-	if len(idx) == 0 {
-		return ""
-	}
-	i := pick(r, idx)
-	var locs [][]int
-	for _, loc := range stringRE.FindAllStringIndex(lines[i], -1) {
-		if nameRE.MatchString(strings.Trim(lines[i][loc[0]:loc[1]], `"`)) {
-			locs = append(locs, loc)
-		}
-	}
-	loc := pick(r, locs)
-	v := `"` + pick(r, m.pool) + `"`
-	lines[i] = lines[i][:loc[0]] + v + lines[i][loc[1]:]
-	mu.set(n, lines)
-	return fmt.Sprintf("%s:%d → %s", n, i+1, v)
+	return mu.replaceMatch(r, stringRE, func(string) bool { return true },
+		func(s string) bool { return nameRE.MatchString(strings.Trim(s, `"`)) },
+		func() string { return `"` + pick(r, m.pool) + `"` })
 }
 
 func changePackage(m *mutator, r *rand.Rand, mu *mutant) string {

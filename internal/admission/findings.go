@@ -51,6 +51,16 @@ var (
 	// isolates none of it either way).
 	RuleDeclaredPhysical = explainRule("declared-physical", finding.Info, []finding.Severity{finding.Warning},
 		"declarations are accounting, not limits: time-slicing isolates no memory, so a job that uses more than it declares can run its neighbours out")
+	// RuleKueueAlone: a GPU step template (or variant) that takes no Argo
+	// lock, so Kueue's quota alone gates it. Info: what that keeps (the
+	// admission numbers are the quota's own; no job Kueue would admit waits
+	// at a lock behind jobs it holds), what the hand-off gains (the next
+	// pod already exists, so no Argo requeue, DEFAULT_REQUEUE_TIME 10 s
+	// plus SEMAPHORE_NOTIFY_DELAY 1 s, stands before it) and what is lost
+	// (no lock to turn down to one job at a time; exclusivity only from
+	// what a job requests).
+	RuleKueueAlone = explainRule("kueue-alone", finding.Info, nil,
+		"a step without an Argo lock is gated by Kueue's quota alone: the same admission, a hand-off without Argo's 10 s requeue, and no lock to turn down to one job at a time")
 	// RuleServiceUnadmitted: a service that is up in some state but that
 	// Kueue cannot admit next to the services that run with it. Error.
 	RuleServiceUnadmitted = explainRule("service-unadmitted", finding.Error, nil,
@@ -75,6 +85,7 @@ func (e *explainer) findingsAll() {
 	e.preemptionRejected()
 	e.deadPreemption()
 	e.lockCapacity()
+	e.kueueAlone()
 	e.declaredPhysical()
 }
 
@@ -426,6 +437,51 @@ func (e *explainer) lockCapacity() {
 				"%s lock (%d) admits fewer %s jobs than %s's quota would (%d while %s): %s of quota stays idle for these steps",
 				l.Name, l.Size, v.name, v.t.Queue, maxKueue, maxKueueState, jobsWorth(maxKueue-l.Size))
 		}
+	}
+}
+
+// ---- kueue-alone
+
+// kueueAlone describes each template variant that takes no Argo lock:
+// Kueue's quota alone gates it. A cache-free variant that shares its
+// template's row (same locks) is named with it.
+func (e *explainer) kueueAlone() {
+	for vi, v := range e.variants {
+		if len(v.locks) > 0 {
+			continue
+		}
+		names := []string{v.name}
+		path := []string{"templates", v.base, "locks"}
+		if v.cacheFree {
+			path = []string{"templates", v.base, "cacheFree", "locks"}
+		} else if cf := v.t.CacheFree; cf != nil && len(cf.Locks) == 0 {
+			names = append(names, cf.Name)
+		}
+		comp := e.compOfVariant[vi]
+		var most int64
+		mostAt := ""
+		for _, pr := range e.ladder {
+			for _, k := range comp.scan {
+				st := comp.states[k]
+				if len(st.unadmitted) > 0 {
+					continue
+				}
+				if c := e.rowAt(comp, v, pr, st); c.Admitted > most {
+					most, mostAt = c.Admitted, e.upWords(comp, st.up)
+				}
+			}
+		}
+		what := strings.Join(names, " and ")
+		takes := "takes"
+		if len(names) > 1 {
+			takes = "take"
+		}
+		e.add(RuleKueueAlone, finding.Info, path,
+			"%s %s no Argo lock: Kueue's quota alone decides what runs (at most %d at once, while %s), so the numbers above are %s's quota's own. "+
+				"Kept: every admission number; no job Kueue would admit, by preemption included, waits at a lock behind jobs Kueue holds (lock-capacity cannot arise). "+
+				"Hand-off: every submitted step's pod exists at once and waits in Kueue, by priority then submission, and Kueue admits the next one within about a second of a job's end, with no Argo requeue (DEFAULT_REQUEUE_TIME, 10 s, then SEMAPHORE_NOTIFY_DELAY, 1 s) before its pod exists. "+
+				"Lost: a lock to turn down to one for one job at a time; a job gets the card to itself only by what it requests (shares, declared GPU memory)",
+			what, takes, most, mostAt, v.t.Queue)
 	}
 }
 

@@ -104,10 +104,12 @@ func mustContain(t testing.TB, what, s string, subs ...string) {
 // TestLab checks the numbers the design hand-checked from the write-ups.
 func TestLab(t *testing.T) {
 	r := explain(t, loadLab(t))
+	// The lab takes no Argo lock: gpu-step-no-cache (no model-store mount)
+	// has the same quota and locks as gpu-step, so it shares gpu-step's rows.
 	const noCache, step, llm = "gpu-step-no-cache", "gpu-step", "qwen2-5-7b"
 
 	t.Run("batch with the 7B down: 4, shares and host memory bind", func(t *testing.T) {
-		c := row(t, r, noCache, "batch")
+		c := row(t, r, step, "batch")
 		if c.Admitted != 4 || c.QuotaAdmits != 4 {
 			t.Errorf("admitted %d (quota %d), want 4", c.Admitted, c.QuotaAdmits)
 		}
@@ -121,13 +123,13 @@ func TestLab(t *testing.T) {
 		if c.Margin["nvidia.com/gpu"] != "0" || c.Margin["memory"] != "0" || c.Margin["gpupolicy.dev/gpu-memory"] != "8508Mi" {
 			t.Errorf("margin %v, want 0 shares, 0 memory, 8508Mi GPU memory", c.Margin)
 		}
-		if c.Lock == nil || c.Lock.Name != "main" || c.Lock.Effect != "matches" {
-			t.Errorf("lock %+v, want main matching the quota", c.Lock)
+		if c.Lock != nil {
+			t.Errorf("lock %+v, want none: Kueue alone gates the lab's steps", c.Lock)
 		}
 	})
 
 	t.Run("batch with the 7B up: 0, GPU memory binds with 404 MiB left, no preemption", func(t *testing.T) {
-		c := row(t, r, noCache, "batch", llm)
+		c := row(t, r, step, "batch", llm)
 		if c.Admitted != 0 || c.QuotaAdmits != 0 {
 			t.Errorf("admitted %d, want 0", c.Admitted)
 		}
@@ -141,13 +143,14 @@ func TestLab(t *testing.T) {
 		if c.Preemption != nil {
 			t.Errorf("batch admitted by preemption %+v; batch preempts nothing", c.Preemption)
 		}
-		if c.Lock == nil || c.Lock.Effect != "exceeds" || c.Lock.Held != 4 {
-			t.Errorf("lock %+v, want main exceeding the quota, 4 slots held by waiting jobs", c.Lock)
+		// No lock slots held by jobs Kueue does not admit: there is no lock.
+		if c.Lock != nil {
+			t.Errorf("lock %+v, want none", c.Lock)
 		}
 	})
 
 	t.Run("training with the 7B up: admitted by reclaiming the borrowed share", func(t *testing.T) {
-		c := row(t, r, noCache, "training", llm)
+		c := row(t, r, step, "training", llm)
 		if c.QuotaAdmits != 0 {
 			t.Errorf("admitted %d without preemption, want 0", c.QuotaAdmits)
 		}
@@ -166,13 +169,15 @@ func TestLab(t *testing.T) {
 		}
 	})
 
-	t.Run("the cache lock lets one cache-mounting job run", func(t *testing.T) {
+	t.Run("no cache lock: cache-mounting jobs run four at once, the cache-free variant shares the row", func(t *testing.T) {
 		c := row(t, r, step, "batch")
-		if c.Admitted != 1 || c.QuotaAdmits != 4 || c.BoundBy != "lock" {
-			t.Errorf("admitted %d of quota %d bound by %s, want 1 of 4 bound by the lock", c.Admitted, c.QuotaAdmits, c.BoundBy)
+		if c.Admitted != 4 || c.BoundBy == "lock" {
+			t.Errorf("admitted %d bound by %s, want 4 bound by the quota", c.Admitted, c.BoundBy)
 		}
-		if c.Lock == nil || c.Lock.Name != "cache" || c.Lock.Effect != "limits" {
-			t.Errorf("lock %+v, want cache limiting", c.Lock)
+		for _, c := range r.Capacity {
+			if c.Template == noCache {
+				t.Fatalf("a row of its own for %s, which takes the same locks (none) as %s", noCache, step)
+			}
 		}
 	})
 
@@ -230,12 +235,23 @@ func TestLab(t *testing.T) {
 		mustContain(t, "declared-physical", f.Message, "16,311 MiB", "isolates none", "not a limit")
 	})
 
-	t.Run("locks", func(t *testing.T) {
-		f := findingAt(t, r, "lock-capacity", "locks.main.size")
-		if f.Severity != finding.Warning {
-			t.Errorf("main lock severity %s, want warning", f.Severity)
+	t.Run("no lock: Kueue alone gates, and explain says what that keeps and loses", func(t *testing.T) {
+		if fs := findings(r, "lock-capacity"); len(fs) != 0 {
+			t.Errorf("lock-capacity on a lab without locks: %v", fs)
 		}
-		mustContain(t, "lock-capacity", f.Message, "all 4 of the main lock's slots", "batch")
+		f := findingAt(t, r, "kueue-alone", `templates."gpu-step".locks`)
+		if f.Severity != finding.Info {
+			t.Errorf("severity %s, want info", f.Severity)
+		}
+		mustContain(t, "kueue-alone", f.Message, "gpu-step and gpu-step-no-cache take no Argo lock",
+			"at most 4 at once, while qwen2-5-7b is down", "Kept: every admission number",
+			"lock-capacity cannot arise", "DEFAULT_REQUEUE_TIME, 10 s", "Lost: a lock to turn down to one")
+		if !strings.HasPrefix(f.Pos, "policies/lab/templates.cue:") && !strings.HasPrefix(f.Pos, "../../policies/lab/templates.cue:") {
+			t.Errorf("pos %q, want a position in templates.cue", f.Pos)
+		}
+		if n := len(findings(r, "kueue-alone")); n != 1 {
+			t.Errorf("%d kueue-alone findings, want 1 (the two variants share it)", n)
+		}
 	})
 
 	if !r.HasErrors() {
@@ -284,5 +300,53 @@ func TestExplainDeterministic(t *testing.T) {
 	explain(t, p).WriteMarkdown(&buf)
 	if a == "" || buf.Len() == 0 {
 		t.Fatal("empty text or markdown")
+	}
+}
+
+// TestLabLockOfFourNeverBound is why the lab dropped its Argo lock: the
+// series' main lock of 4, in front of both variants, admits exactly what
+// the quota admits in every row (it is never tighter), and with the 7B up
+// its slots are held by batch jobs Kueue does not admit (lock-capacity),
+// which the lock-free lab cannot have.
+func TestLabLockOfFourNeverBound(t *testing.T) {
+	p := admissiontest.Lab().Obj()
+	p.Locks = map[string]policy.Lock{"main": {Name: "main", Size: 4}}
+	st := p.Templates["gpu-step"]
+	st.Locks = []string{"main"}
+	cf := *st.CacheFree
+	cf.Locks = []string{"main"}
+	st.CacheFree = &cf
+	p.Templates["gpu-step"] = st
+	withLock := explain(t, p)
+	without := explain(t, loadLab(t))
+	n := 0
+	for _, c := range withLock.Capacity {
+		if c.Template != "gpu-step" {
+			continue
+		}
+		var up []string
+		if c.State["qwen2-5-7b"] == "up" {
+			up = append(up, "qwen2-5-7b")
+		}
+		k := row(t, without, "gpu-step", c.Priority, up...)
+		if c.Admitted != k.Admitted {
+			t.Errorf("%s with %v up: %d at once behind the lock of 4, %d with Kueue alone", c.Priority, up, c.Admitted, k.Admitted)
+		}
+		if c.Preemption != nil && (k.Preemption == nil || c.Preemption.Admitted != k.Preemption.Admitted) {
+			t.Errorf("%s with %v up: preemption %+v behind the lock, %+v with Kueue alone", c.Priority, up, c.Preemption, k.Preemption)
+		}
+		if c.Lock == nil || c.Lock.Effect == "limits" {
+			t.Errorf("%s with %v up: lock %+v, want one that never limits", c.Priority, up, c.Lock)
+		}
+		n++
+	}
+	if n != 8 {
+		t.Errorf("%d rows compared, want 8 (4 priorities × the 7B up or down)", n)
+	}
+	if len(findings(withLock, "lock-capacity")) == 0 {
+		t.Error("the lock of 4 with the 7B up: no lock-capacity warning")
+	}
+	if len(findings(without, "lock-capacity")) != 0 {
+		t.Error("lock-capacity on the lock-free lab")
 	}
 }

@@ -133,10 +133,30 @@ func (r *Report) showRows() bool {
 	return len(r.Capacity) > 0 && (r.States.Mode == StatesAll || len(r.OnDemand) <= 3)
 }
 
+// gate says what stands in front of Kueue: the Argo locks, none (Kueue
+// alone gates every template) or some (where templates differ).
+func (r *Report) gate() string {
+	locked, free := 0, 0
+	for _, c := range r.Capacity {
+		if c.Lock != nil {
+			locked++
+		} else {
+			free++
+		}
+	}
+	switch {
+	case locked == 0 && free > 0:
+		return "no Argo lock: Kueue alone gates"
+	case locked > 0 && free > 0:
+		return "Argo locks in front where a template takes one, Kueue alone elsewhere"
+	}
+	return "Argo locks in front"
+}
+
 // WriteText writes the answer per template and priority, the per-state
 // table when it is short or asked for, and the findings, for a terminal.
 func (r *Report) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "Policy %q: GPU jobs admitted at once (%s, Argo locks in front)\n", r.Policy, r.Model)
+	fmt.Fprintf(w, "Policy %q: GPU jobs admitted at once (%s, %s)\n", r.Policy, r.Model, r.gate())
 	r.writeOutlooksText(w)
 	if r.showRows() {
 		if err := r.writeRowsText(w); err != nil {
@@ -194,7 +214,7 @@ func (r *Report) writeFindingsText(w io.Writer) {
 // scheduled report.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "### gpupolicy explain: `%s`\n\n", r.Policy)
-	fmt.Fprintf(w, "GPU jobs admitted at once, per template and priority (%s, Argo locks in front). ", r.Model)
+	fmt.Fprintf(w, "GPU jobs admitted at once, per template and priority (%s, %s). ", r.Model, r.gate())
 	fmt.Fprintf(w, "**%d error(s), %d warning(s), %d info.**\n\n", r.Count(finding.Error), r.Count(finding.Warning), r.Count(finding.Info))
 	r.writeOutlooksMarkdown(w)
 	if r.showRows() {

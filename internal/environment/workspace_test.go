@@ -20,8 +20,13 @@ import (
 func labRepo(t *testing.T, rendered bool) (*gittest.Repo, *environment.Workspace) {
 	t.Helper()
 	r := gittest.Init(t)
-	for _, f := range []string{"policy.cue", "locks.cue", "priorities.cue", "queues.cue", "services.cue", "templates.cue"} {
+	// The lab with its locks as the write-ups' series had them (main 4,
+	// cache 1): these tests change a lock and read its semaphore ConfigMap.
+	for _, f := range []string{"policy.cue", "priorities.cue", "queues.cue", "services.cue"} {
 		r.Write("policies/lab/"+f, readFile(t, filepath.Join(repoRoot, "policies/lab", f)))
+	}
+	for _, f := range []string{"locks.cue", "templates.cue"} {
+		r.Write("policies/lab/"+f, readFile(t, filepath.Join(repoRoot, "cmd/gpupolicy/testdata/lab-series", f)))
 	}
 	r.Write("environments/lab/kustomization.yaml", readFile(t, filepath.Join(repoRoot, "environments/lab/kustomization.yaml")))
 	r.Write("environments/lab/environment.yaml", "# the lab\npolicy: policies/lab\npin: \"\" # set by gpupolicy pin\n")
@@ -190,7 +195,7 @@ func TestCheckDeploy(t *testing.T) {
 	}
 	var out bytes.Buffer
 	c.Text(&out)
-	if !c.Stale() || out.String() != "deploy/lab has no render; rendering would add 21 files\n" {
+	if !c.Stale() || out.String() != "deploy/lab has no render; rendering would add 27 files\n" {
 		t.Errorf("no render: stale %v, %q", c.Stale(), out.String())
 	}
 	if _, err := os.Stat(filepath.Join(r.Dir, "deploy")); !os.IsNotExist(err) {
@@ -203,7 +208,7 @@ func TestCheckDeploy(t *testing.T) {
 	c, _ = w.CheckDeploy(files)
 	out.Reset()
 	c.Text(&out)
-	if c.Stale() || out.String() != "deploy/lab is up to date (21 files)\n" {
+	if c.Stale() || out.String() != "deploy/lab is up to date (27 files)\n" {
 		t.Errorf("up to date: stale %v, %q", c.Stale(), out.String())
 	}
 
@@ -244,7 +249,7 @@ func TestCheckDeploy(t *testing.T) {
 func TestMovePin(t *testing.T) {
 	r, w := labRepo(t, true)
 	first := r.Head()
-	r.Write("policies/lab/locks.cue", strings.Replace(readFile(t, filepath.Join(repoRoot, "policies/lab/locks.cue")), "size:        4", "size:        2", 1))
+	r.Write("policies/lab/locks.cue", strings.Replace(readFile(t, filepath.Join(repoRoot, "cmd/gpupolicy/testdata/lab-series/locks.cue")), "size:        4", "size:        2", 1))
 	files, err := w.RenderWorktree()
 	if err != nil {
 		t.Fatal(err)

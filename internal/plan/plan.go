@@ -150,7 +150,7 @@ func Plan(opts Options) (*Report, error) {
 		Render:    drift.Compare(b.set, h.set),
 	}
 	drift.Explain(r.Render, b.set, h.set, Sides)
-	r.Admission = compareCapacity(b.report, h.report)
+	r.Admission = compareCapacity(b.report, h.report, baseTemplates(b.policy), baseTemplates(h.policy))
 	r.FindingsAdded, r.FindingsCleared, r.FindingsChanged = compareFindings(b.report.Findings, h.report.Findings)
 	return r, nil
 }
@@ -209,9 +209,24 @@ func outcome(c admission.Capacity) *Outcome {
 	return o
 }
 
+// baseTemplates maps each template variant of p to the template it comes
+// from (nil for no policy).
+func baseTemplates(p *policy.Policy) map[string]string {
+	if p == nil {
+		return nil
+	}
+	m := map[string]string{}
+	for _, v := range p.Variants() {
+		m[v.Name] = v.Template.Name
+	}
+	return m
+}
+
 // compareCapacity matches rows by template, priority and service state and
-// keeps those whose outcome differs.
-func compareCapacity(base, head *admission.Report) []CapacityChange {
+// keeps those whose outcome differs. A variant without rows of its own on
+// one side (a cache-free variant that takes its template's locks shares
+// its template's rows) is compared with its template's row there.
+func compareCapacity(base, head *admission.Report, baseOf, headOf map[string]string) []CapacityChange {
 	index := func(r *admission.Report) (map[rowKey]*Outcome, []rowKey) {
 		m := map[rowKey]*Outcome{}
 		var order []rowKey
@@ -234,6 +249,12 @@ func compareCapacity(base, head *admission.Report) []CapacityChange {
 		}
 		seen[k] = true
 		b, h := bm[k], hm[k]
+		if t := baseOf[k.template]; b == nil && t != "" && t != k.template {
+			b = bm[rowKey{t, k.priority, k.state}]
+		}
+		if t := headOf[k.template]; h == nil && t != "" && t != k.template {
+			h = hm[rowKey{t, k.priority, k.state}]
+		}
 		if b != nil && h != nil && *b == *h {
 			continue
 		}

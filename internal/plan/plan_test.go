@@ -12,7 +12,9 @@ import (
 	"github.com/gpupolicy/gpupolicy/internal/plan"
 )
 
-// commitLab commits the repository's lab policy with the main lock at size.
+// commitLab commits the repository's lab policy, with the locks and
+// template of the write-ups' series (the main lock at size, the cache lock
+// of 1) unless size is "" (the lab as it stands: no Argo lock).
 func commitLab(t *testing.T, r *gittest.Repo, size, msg string) string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "..", "policies", "lab", "*.cue"))
@@ -24,7 +26,11 @@ func commitLab(t *testing.T, r *gittest.Repo, size, msg string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if filepath.Base(f) == "locks.cue" {
+		// The series' locks and template (cmd/gpupolicy/testdata/lab-series).
+		if n := filepath.Base(f); size != "" && (n == "locks.cue" || n == "templates.cue") {
+			if b, err = os.ReadFile(filepath.Join("..", "..", "cmd", "gpupolicy", "testdata", "lab-series", n)); err != nil {
+				t.Fatal(err)
+			}
 			b = bytes.Replace(b, []byte("size:        4"), []byte("size:        "+size), 1)
 		}
 		r.Write("policies/lab/"+filepath.Base(f), string(b))
@@ -99,5 +105,71 @@ func TestNoChange(t *testing.T) {
 	}
 	if rep.Changed() || len(rep.Admission) > 0 || len(rep.FindingsAdded)+len(rep.FindingsCleared) > 0 {
 		t.Errorf("a docs-only change changes something: %+v", rep)
+	}
+}
+
+// The lab as it stands: the cache lock removed after the series and the
+// main lock of 4 dropped, Kueue alone gating the steps. The plan shows the
+// trade-off: cache-mounting jobs 1 → 4, the cache-free ones unchanged (the
+// lock of 4 never bound tighter than the quota), the lock-capacity
+// warnings cleared, kueue-alone added with what it keeps and loses.
+func TestKueueAloneTradeOff(t *testing.T) {
+	r := gittest.Init(t)
+	base := commitLab(t, r, "4", "locks: the main lock at four")
+	commitLab(t, r, "", "locks: none, Kueue alone gates")
+	g, err := gitrepo.Open(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := plan.Plan(plan.Options{Repo: g, Base: base, PolicyDir: "policies/lab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var step bool
+	for _, c := range rep.Admission {
+		if c.Template == "gpu-step-no-cache" {
+			t.Errorf("the cache-free variant changes, though the lock of 4 never bound it: %s", c.Describe())
+		}
+		if c.Template == "gpu-step" && c.Priority == "batch" && c.State == "qwen2-5-7b down" {
+			step = true
+			if c.Base == nil || c.Head == nil || c.Base.Admitted != 1 || c.Head.Admitted != 4 || c.Base.Bound != "lock cache (1)" {
+				t.Errorf("%s (bound by %+v), want 1 → 4 from the cache lock", c.Describe(), c.Base)
+			}
+		}
+	}
+	if !step {
+		t.Errorf("no gpu-step batch row with the 7B down among %+v", rep.Admission)
+	}
+	var added bool
+	for _, f := range rep.FindingsAdded {
+		if f.Rule == "kueue-alone" {
+			added = true
+			for _, w := range []string{"Kept:", "Hand-off:", "Lost:", "DEFAULT_REQUEUE_TIME"} {
+				if !strings.Contains(f.Message, w) {
+					t.Errorf("kueue-alone does not say %q: %s", w, f.Message)
+				}
+			}
+		}
+	}
+	if !added {
+		t.Errorf("kueue-alone not added: %+v", rep.FindingsAdded)
+	}
+	cleared := 0
+	for _, f := range rep.FindingsCleared {
+		if f.Rule == "lock-capacity" {
+			cleared++
+		}
+	}
+	if cleared == 0 {
+		t.Errorf("no lock-capacity finding cleared: %+v", rep.FindingsCleared)
+	}
+	var gone bool
+	for _, d := range rep.Render {
+		if d.Kind == "ConfigMap" && d.Name == "gpu-semaphore" {
+			gone = true
+		}
+	}
+	if !gone {
+		t.Errorf("the semaphore ConfigMap's removal is not in the render diff: %+v", rep.Render)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing/fstest"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/load"
 	"cuelang.org/go/cue/token"
@@ -82,10 +83,19 @@ func fromCUE(err error, rule finding.Rule, cc *cueContext) finding.List {
 	}
 	var ds finding.List
 	seen := map[string]bool{}
+	// The values of each "conflicting values A and B", by field: when a
+	// disjunction fails, the value the policy gave is in all of them.
+	conflicts := map[string][][2]string{}
+	paths := map[string][]string{}
 	for _, e := range cueerrors.Errors(err) {
 		format, args := e.Msg()
-		msg := oneLine(fmt.Sprintf(format, args...))
+		msg := oneLine(shortenStrings(fmt.Sprintf(format, args...)))
 		path := e.Path()
+		if strings.HasPrefix(format, "conflicting values ") && len(args) >= 2 {
+			fp := strings.Join(path, ".")
+			conflicts[fp] = append(conflicts[fp], [2]string{fmt.Sprintf("%s", args[0]), fmt.Sprintf("%s", args[1])})
+			paths[fp] = path
+		}
 		var userPos token.Pos
 		var schemaPos []token.Pos
 		for _, p := range append([]token.Pos{e.Position()}, e.InputPositions()...) {
@@ -119,8 +129,102 @@ func fromCUE(err error, rule finding.Rule, cc *cueContext) finding.List {
 		ds = finding.List{d}
 	}
 	ds = dropDisjunctionNoise(ds)
+	ds = cc.collapseDisjunctions(ds, conflicts, paths)
 	ds.SortByPos()
 	return ds
+}
+
+// collapseDisjunctions turns a field's failed disjunction that has nothing
+// more telling (a summary and one "conflicting values" per choice) into one
+// finding: the value the policy gave matches none of the schema's choices,
+// at that value.
+func (cc *cueContext) collapseDisjunctions(ds finding.List, conflicts map[string][][2]string, paths map[string][]string) finding.List {
+	byPath := map[string][]int{}
+	for i, d := range ds {
+		if d.Path != "" {
+			byPath[d.Path] = append(byPath[d.Path], i)
+		}
+	}
+	drop := map[int]bool{}
+	for path, idx := range byPath {
+		pairs := conflicts[path]
+		if len(pairs) == 0 || len(idx) < 2 {
+			continue
+		}
+		all := true
+		for _, i := range idx {
+			all = all && isDisjunctionNoise(ds[i].Message)
+		}
+		if !all {
+			continue
+		}
+		value := commonValue(pairs)
+		if uv := cc.rawUser().LookupPath(cue.MakePath(selectors(paths[path])...)); uv.Exists() && uv.IsConcrete() {
+			if _, isDefault := uv.Default(); !isDefault {
+				if b, err := uv.MarshalJSON(); err == nil {
+					value = shortenStrings(string(b))
+				}
+			}
+		}
+		if value == "" {
+			continue
+		}
+		keep, words := idx[0], ""
+		for _, i := range idx {
+			if strings.Contains(ds[i].Message, ": conflicting values ") {
+				keep = i
+			}
+			if j := strings.Index(ds[i].Message, "; the schema: "); j >= 0 && words == "" {
+				words = ds[i].Message[j:]
+			}
+		}
+		for _, i := range idx {
+			drop[i] = i != keep
+		}
+		ds[keep].Message = fmt.Sprintf("%s: %s matches none of the schema's choices%s", path, value, words)
+	}
+	var out finding.List
+	for i, d := range ds {
+		if !drop[i] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// commonValue is the value every pair has in common ("" if none or more).
+func commonValue(pairs [][2]string) string {
+	count := map[string]int{}
+	for _, p := range pairs {
+		count[p[0]]++
+		if p[1] != p[0] {
+			count[p[1]]++
+		}
+	}
+	var common []string
+	for v, n := range count {
+		if n == len(pairs) {
+			common = append(common, v)
+		}
+	}
+	if len(common) != 1 || len(pairs) < 2 {
+		return ""
+	}
+	return shortenStrings(common[0])
+}
+
+var longStringRE = regexp.MustCompile(`"(?:[^"\\]|\\.){80,}"`)
+
+// shortenStrings cuts quoted strings longer than 80 characters in a
+// message to their first 60.
+func shortenStrings(s string) string {
+	return longStringRE.ReplaceAllStringFunc(s, func(q string) string {
+		r := []rune(q)
+		if len(r) <= 62 {
+			return q
+		}
+		return string(r[:61]) + "…\""
+	})
 }
 
 func isSchemaFile(name string) bool { return strings.HasPrefix(name, "schema/") }
@@ -381,10 +485,10 @@ func selectors(path []string) []cue.Selector {
 		switch {
 		case strings.HasPrefix(p, `"`):
 			out = append(out, cue.Str(unquote(p)))
-		case strings.HasPrefix(p, "#"):
+		case strings.HasPrefix(p, "#") && ast.IsValidIdent(p):
 			out = append(out, cue.Def(p))
 		default:
-			if i, err := strconv.Atoi(p); err == nil {
+			if i, err := strconv.Atoi(p); err == nil && i >= 0 {
 				out = append(out, cue.Index(i))
 			} else {
 				out = append(out, cue.Str(p))
@@ -418,7 +522,7 @@ func (cc *cueContext) schemaAt(sels []cue.Selector) cue.Value {
 			return v
 		}
 		next := v.LookupPath(cue.MakePath(s))
-		if !next.Exists() {
+		if !next.Exists() && s.Type() == cue.StringLabel {
 			next = v.LookupPath(cue.MakePath(s.Optional()))
 		}
 		if !next.Exists() {
@@ -575,7 +679,12 @@ func (cc *cueContext) defBlock(sels []cue.Selector) (string, int, int) {
 			return m[1], start, blockEnd(src, start)
 		}
 		if m := declRE.FindStringSubmatch(line); m != nil {
-			// "x: #X" or "x: [#Name]: #X"
+			// "x: #X", or "x: [#Name]: #X" for an element of x (whose
+			// position is past the label; x's own is at the label).
+			pattern := strings.HasPrefix(strings.TrimSpace(m[3]), "[")
+			if pattern && p.Column() <= len(m[1])+len(line)-len(strings.TrimLeft(line, " \t")) {
+				continue
+			}
 			if d := regexp.MustCompile(`^(?:\[[^\]]*\]:\s*)?(#[A-Za-z]+)$`).FindStringSubmatch(strings.TrimSpace(m[3])); d != nil {
 				d := d[1]
 				for i, l := range src {
@@ -658,6 +767,9 @@ func (cc *cueContext) words(sels []cue.Selector, schemaPos []token.Pos) string {
 		for _, p := range schemaPos {
 			if m := declRE.FindStringSubmatch(schemaLine(p)); m != nil {
 				decl = m[3]
+				if strings.HasPrefix(m[1], "#") {
+					decl = m[1] // a definition: its doc says it
+				}
 				break
 			}
 		}
@@ -666,8 +778,11 @@ func (cc *cueContext) words(sels []cue.Selector, schemaPos []token.Pos) string {
 		return ""
 	}
 	name := "the value"
-	if len(sels) > 0 {
-		name = unquote(sels[len(sels)-1].String())
+	if n := len(sels); n > 0 {
+		name = unquote(sels[n-1].String())
+		if sels[n-1].Type() == cue.IndexLabel && n > 1 {
+			name = "each of " + unquote(sels[n-2].String())
+		}
 	}
 	return "the schema: " + name + " is " + constraintWords(decl)
 }
@@ -733,6 +848,7 @@ var (
 	minRunesRE  = regexp.MustCompile(`^strings\.MinRunes\(([0-9]+)\)$`)
 	maxRunesRE  = regexp.MustCompile(`^strings\.MaxRunes\(([0-9]+)\)$`)
 	defRefRE    = regexp.MustCompile(`^#[A-Za-z]+$`)
+	listRE      = regexp.MustCompile(`^\[(#[A-Za-z]+,\s*)?\.\.\.(.+)\]$`)
 )
 
 // constraintWords says a schema constraint as written in words:
@@ -824,6 +940,13 @@ func constraintWords(c string) string {
 			extra = append(extra, "matching "+strings.TrimPrefix(p, "=~"))
 		case defRefRE.MatchString(p):
 			extra = append(extra, defWords(p))
+		case listRE.MatchString(p):
+			m := listRE.FindStringSubmatch(p)
+			if m[1] != "" {
+				extra = append(extra, "a list of at least one element, each "+constraintWords(m[2]))
+			} else {
+				extra = append(extra, "a list, each element "+constraintWords(m[2]))
+			}
 		case strings.HasPrefix(p, "[") || strings.HasPrefix(p, "{"):
 			extra = append(extra, "a "+map[bool]string{true: "list", false: "struct"}[strings.HasPrefix(p, "[")]+" "+p)
 		default:

@@ -88,7 +88,7 @@ func displayRelative(dir string) func(string) string {
 // (e.g. "a1b2c3d:policies/lab/queues.cue").
 func LoadFiles(files map[string][]byte, display func(name string) string) (*Policy, error) {
 	if len(files) == 0 {
-		return nil, finding.List{RuleSchema.New("no .cue files in the policy directory")}
+		return nil, finding.List{RulePolicyFiles.New("no .cue files in the policy directory")}
 	}
 	fsys := fstest.MapFS{
 		"cue.mod/module.cue": {Data: []byte(schema.ModuleFile)},

@@ -79,6 +79,9 @@ type Policy struct {
 	Priorities map[string]Priority
 	Locks      map[string]Lock
 	Templates  map[string]Template
+	// Access is what the policy states, per namespace, about the
+	// priorities and queues its GPU workloads may use (see Allowed).
+	Access map[string]Access
 
 	// SemaphoreConfigMap is the ConfigMap that backs every lock.
 	SemaphoreConfigMap string

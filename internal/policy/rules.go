@@ -71,6 +71,7 @@ func (p *Policy) Check() finding.List {
 	c.nodes()
 	c.text()
 	c.declaration()
+	c.access()
 	c.ds.SortByPos()
 	return c.ds
 }

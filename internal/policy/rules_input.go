@@ -14,7 +14,7 @@ var (
 	RulePolicyFiles = vetRule("policy-files",
 		"a policy is the regular .cue files of one directory, all of one CUE package: gpupolicy opens no named pipe or device, and drops no file unseen")
 	RuleControlCharacter = vetRule("control-character",
-		"text the render copies into manifests (descriptions, the card's model, image, command, paths, node labels) has no control characters: a line break or a terminal escape in an annotation is invisible in a review and garbles what kubectl prints")
+		"text the render copies into manifests (descriptions, model, image, command, paths, node labels) has no control characters: a line break or terminal escape hides in a review")
 	RuleDeclarationResource = vetRule("declaration-resource",
 		"the GPU-memory declaration has a resource name of its own: nvidia.com/gpu carries the shares and memory the host memory, and Kueue refuses a ClusterQueue that covers one resource twice")
 )

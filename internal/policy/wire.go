@@ -21,6 +21,7 @@ type wirePolicy struct {
 	Priorities map[string]Priority     `json:"priorities"`
 	Locks      map[string]wireLock     `json:"locks"`
 	Templates  map[string]wireTemplate `json:"templates"`
+	Access     map[string]wireAccess   `json:"access"`
 	Argo       struct {
 		SemaphoreConfigMap string `json:"semaphoreConfigMap"`
 	} `json:"argo"`
@@ -29,6 +30,11 @@ type wirePolicy struct {
 		ConfigMap       string `json:"configMap"`
 		RenameByDefault bool   `json:"renameByDefault"`
 	} `json:"devicePlugin"`
+}
+
+type wireAccess struct {
+	Priorities *[]string `json:"priorities"`
+	Queues     *[]string `json:"queues"`
 }
 
 type wireCard struct {
@@ -258,6 +264,19 @@ func (w *wirePolicy) model() *Policy {
 		}
 		p.Templates[n] = tt
 		form(t.GPUMemory, "templates", n, "gpuMemory")
+	}
+	for ns, a := range w.Access {
+		if p.Access == nil {
+			p.Access = map[string]Access{}
+		}
+		acc := Access{Namespace: ns}
+		if a.Priorities != nil {
+			acc.Priorities, acc.PrioritiesStated = *a.Priorities, true
+		}
+		if a.Queues != nil {
+			acc.Queues, acc.QueuesStated = *a.Queues, true
+		}
+		p.Access[ns] = acc
 	}
 	return p
 }

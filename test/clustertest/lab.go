@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,7 +94,10 @@ func LabPolicy() (*policy.Policy, error) {
 	return policy.Load(filepath.Join(root, "policies", "lab"))
 }
 
-// WithLock returns a copy of p's locks with one lock resized.
+// WithLock returns a copy of p with one lock at size. A lock p lacks is
+// added and taken by every GPU step template and its cache-free variant,
+// as the write-ups' series took its main lock (policies/lab takes none:
+// Kueue alone gates), so tests can run the lab behind an Argo lock.
 func WithLock(p *policy.Policy, lock string, size int64) *policy.Policy {
 	q := *p
 	q.Locks = map[string]policy.Lock{}
@@ -102,6 +106,20 @@ func WithLock(p *policy.Policy, lock string, size int64) *policy.Policy {
 			l.Size = size
 		}
 		q.Locks[n] = l
+	}
+	if _, ok := p.Locks[lock]; ok {
+		return &q
+	}
+	q.Locks[lock] = policy.Lock{Name: lock, Size: size}
+	q.Templates = map[string]policy.Template{}
+	for n, t := range p.Templates {
+		t.Locks = append(slices.Clone(t.Locks), lock)
+		if t.CacheFree != nil {
+			cf := *t.CacheFree
+			cf.Locks = append(slices.Clone(cf.Locks), lock)
+			t.CacheFree = &cf
+		}
+		q.Templates[n] = t
 	}
 	return &q
 }

@@ -30,7 +30,8 @@ func kueueAlone(p *policy.Policy, shares int64) *policy.Policy {
 }
 
 // TestVerifyHandoffKueueAlone runs the same batches of 5-second jobs with
-// the Argo lock in front of Kueue (today's policy) and with Kueue alone
+// the Argo lock in front of Kueue (the series' policy) and with Kueue alone
+// (the lab's policy now)
 // gating the step, one at a time and four at once, and compares the
 // hand-off by part. With Kueue alone the next job's pod already exists
 // (held by Kueue) when the previous one ends, so no Argo requeue
@@ -58,7 +59,7 @@ func TestVerifyHandoffKueueAlone(t *testing.T) {
 	}{
 		{"one at a time, Argo lock 1", clustertest.WithLock(lab, "main", 1), 4, false},
 		{"one at a time, Kueue alone", kueueAlone(lab, 4), 4, true},
-		{"four at once, Argo lock 4", lab, 6, false},
+		{"four at once, Argo lock 4", clustertest.WithLock(lab, "main", 4), 6, false},
 		{"four at once, Kueue alone", kueueAlone(lab, 1), 6, true},
 	}
 	reports := make([]*verify.Report, len(cases))

@@ -295,8 +295,8 @@ func (t *TemplateWrapper) ModelCache(claim, mountPath string) *TemplateWrapper {
 // four always-on models (1 share, 1 GiB each; 3,707 MiB declared together),
 // the on-demand Qwen2.5-7B in gpu-large-model (borrows 1 share, 4 GiB and
 // 12,200 MiB), gpu-general owning the card, the ladder always-on 1000 >
-// training 100 (default) > on-demand-llm 50 > batch 10, the main lock (4)
-// and the cache lock (1), and gpu-step with its cache-free variant.
+// training 100 (default) > on-demand-llm 50 > batch 10, no Argo lock
+// (Kueue alone gates), and gpu-step with its cache-free variant.
 // TestLabBuilderMatchesCUE keeps it equal to the CUE policy.
 func Lab() *PolicyWrapper {
 	w := MakePolicy("lab").
@@ -314,11 +314,9 @@ func Lab() *PolicyWrapper {
 				BorrowingLimit(policy.GPUMemory, 12200)).
 			Preemption("Never", "LowerPriority").
 			BorrowWithinCohort("LowerPriority", "batch")).
-		Lock("main", 4).
-		Lock("cache", 1, "main").
 		Template(MakeTemplate("gpu-step").Queue("gpu-general").Card("rtx-5060-ti").
-			Locks("cache", "main").Request(1, GiB(2), 1024).TimeLimit(3600).
-			ModelCache("hf-cache", "/models/hf").CacheFree("gpu-step-no-cache", "main"))
+			Request(1, GiB(2), 1024).TimeLimit(3600).
+			ModelCache("hf-cache", "/models/hf").CacheFree("gpu-step-no-cache"))
 	for name, mib := range map[string]int64{"embed": 1203, "rerank": 958, "asr": 1046, "ocr": 500} {
 		w.Service(MakeService(name).Queue("gpu-general").Card("rtx-5060-ti").Priority("always-on").
 			Request(1, GiB(1), mib))

@@ -301,10 +301,14 @@ var rank = map[string]int{
 	"ResourceFlavor":           2,
 	"WorkloadPriorityClass":    2,
 	"ClusterQueue":             3,
-	"LimitRange":               4,
-	"ConfigMap":                4,
-	"LocalQueue":               5,
-	"WorkflowTemplate":         6,
+	// The admission policies before their bindings, and both before what
+	// runs in the namespaces they guard.
+	"ValidatingAdmissionPolicy":        2,
+	"ValidatingAdmissionPolicyBinding": 3,
+	"LimitRange":                       4,
+	"ConfigMap":                        4,
+	"LocalQueue":                       5,
+	"WorkflowTemplate":                 6,
 }
 
 // Order returns the objects in apply order: by rank (unknown kinds after
