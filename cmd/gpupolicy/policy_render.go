@@ -56,10 +56,7 @@ app.kubernetes.io/managed-by=gpupolicy and gpupolicy.dev/policy=<name>.
 Exit 0 when written, 2 on a problem in the policy or its render.`,
 		Example: `  gpupolicy render                      # policies/lab into out/lab
   gpupolicy render policies/lab --out /tmp/lab
-  kubectl kustomize out/lab             # the render is a kustomize base
-
-  # In CI (with an environment): fail the pull request when deploy/ENV is stale
-  gpupolicy render --env lab --check`,
+  kubectl kustomize out/lab             # the render is a kustomize base`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := policyDirArg(args)

@@ -66,6 +66,9 @@ node is selected for two cards, 2 on an error.`,
   gpupolicy reconcile --env lab --dry-run && gpupolicy reconcile --env lab -o json > reconcile.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if only && noNode {
+				return usageError{errors.New("--nodes-only and --skip-nodes exclude each other")}
+			}
 			if env == "" {
 				return usageError{errors.New("--env ENV is required")}
 			}
@@ -88,11 +91,6 @@ node is selected for two cards, 2 on an error.`,
 			}
 			fmt.Fprintf(stderr, "%s %s (%d objects from %s) on %s\n", verb, env, len(set), side.Source(), where)
 			r := &reconcile.Reconciler{Client: c.Dynamic, Mapper: c.Mapper}
-			if only {
-				if noNode {
-					return usageError{errors.New("--nodes-only and --skip-nodes exclude each other")}
-				}
-			}
 			res, applyErr := &reconcile.Result{DryRun: dryRun, Changes: []reconcile.Change{}}, error(nil)
 			if !only { // with --nodes-only, the GitOps engine applies the render
 				res, applyErr = r.Apply(cmd.Context(), unstructuredObjects(set), reconcile.Options{
@@ -167,7 +165,11 @@ func writeReconcileSummary(w io.Writer, env string, res *reconcile.Result, apply
 	case !res.Changed():
 		fmt.Fprintf(w, "%s%s: nothing to change, the cluster matches the pin (%d objects, %d GPU nodes ready)\n", prefix, env, len(res.Changes), len(res.Nodes))
 	default:
-		fmt.Fprintf(w, "%s%s: %s; %d of %d GPU nodes made ready\n", prefix, env, counts, res.NodesChanged(), len(res.Nodes))
+		made := "made ready"
+		if res.DryRun {
+			made = "would be made ready"
+		}
+		fmt.Fprintf(w, "%s%s: %s; %d of %d GPU nodes %s\n", prefix, env, counts, res.NodesChanged(), len(res.Nodes), made)
 	}
 	for _, f := range res.NodeFindings {
 		fmt.Fprintf(w, "%s %s: %s\n", f.Severity, f.Rule, f.Message)

@@ -116,8 +116,13 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 	if f.batches < 1 {
 		return usageError{fmt.Errorf("--batches %d: at least 1", f.batches)}
 	}
-	if f.hold < 0 || f.timeout < 0 || f.starveWatch < 0 || f.cancelGrace < 0 {
-		return usageError{errors.New("durations must not be negative")}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--hold", f.hold}, {"--timeout", f.timeout}, {"--starve-watch", f.starveWatch}, {"--cancel-grace", f.cancelGrace}} {
+		if d.v < 0 {
+			return usageError{fmt.Errorf("%s %s: a duration must not be negative", d.flag, d.v)}
+		}
 	}
 	t, err := openEnv(f.env, false)
 	if err != nil {

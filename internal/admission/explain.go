@@ -62,6 +62,9 @@ type Report struct {
 	Summary  []Outlook         `json:"summary"`
 	Capacity []Capacity        `json:"capacity"`
 	Findings []finding.Finding `json:"findings"`
+	// gateText says what stands in front of Kueue (gateOf the policy),
+	// whether or not the capacity rows were enumerated.
+	gateText string
 }
 
 // Capacity is one row: N jobs of one step template at one priority,
@@ -305,6 +308,7 @@ func ExplainWith(p *policy.Policy, o Options) (*Report, error) {
 		Summary:  e.outlookList,
 		Capacity: e.rows,
 		Findings: e.findings,
+		gateText: gateOf(p),
 	}
 	if r.Summary == nil {
 		r.Summary = []Outlook{}

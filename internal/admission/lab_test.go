@@ -350,3 +350,21 @@ func TestLabLockOfFourNeverBound(t *testing.T) {
 		t.Error("lock-capacity on the lock-free lab")
 	}
 }
+
+// TestLabGateWithoutRows: the headline says what stands in front of Kueue
+// from the policy, also when no per-state row is enumerated (--states none).
+func TestLabGateWithoutRows(t *testing.T) {
+	for _, mode := range []string{admission.StatesAuto, admission.StatesNone} {
+		r, err := admission.ExplainWith(loadLab(t), admission.Options{States: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := r.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if first, _, _ := strings.Cut(b.String(), "\n"); !strings.HasSuffix(first, "(kueue v0.17 classical preemption, no Argo lock: Kueue alone gates)") {
+			t.Errorf("states %s: headline %q", mode, first)
+		}
+	}
+}

@@ -136,7 +136,10 @@ func (r *Report) showRows() bool {
 // gate says what stands in front of Kueue: the Argo locks, none (Kueue
 // alone gates every template) or some (where templates differ).
 func (r *Report) gate() string {
-	locked, free := 0, 0
+	if r.gateText != "" {
+		return r.gateText
+	}
+	var locked, free int
 	for _, c := range r.Capacity {
 		if c.Lock != nil {
 			locked++
@@ -144,6 +147,24 @@ func (r *Report) gate() string {
 			free++
 		}
 	}
+	return gateWords(locked, free)
+}
+
+// gateOf counts the WorkflowTemplates (variants) that take a lock of the
+// policy and those that take none.
+func gateOf(p *policy.Policy) string {
+	var locked, free int
+	for _, v := range p.Variants() {
+		if _, ok := p.SmallestLock(v.Locks); ok {
+			locked++
+		} else {
+			free++
+		}
+	}
+	return gateWords(locked, free)
+}
+
+func gateWords(locked, free int) string {
 	switch {
 	case locked == 0 && free > 0:
 		return "no Argo lock: Kueue alone gates"

@@ -50,7 +50,13 @@ func (e *Environment) checkLocal() error {
 		if err := kyaml.Unmarshal(e.Files[name], &doc); err != nil {
 			continue // kustomize reports it
 		}
-		if r := checkNode(&doc, ""); r != nil {
+		r := checkNode(&doc, "", path.Dir(name))
+		switch {
+		case r == nil:
+		case r.outside:
+			return fmt.Errorf("%s/%s:%d: %s: %q is outside the environment; an overlay may use only the files under %s and the policy's render (the resource %q): copy what it names into %s and refer to it by a relative path",
+				e.Source, name, r.Line, r.field, r.Value, e.Source, BaseName, e.Source)
+		default:
 			return fmt.Errorf("%s/%s:%d: %s: %q is remote; gpupolicy builds overlays from the repository alone, with kustomize's remote loading off: copy what it names into %s and refer to it by a relative path",
 				e.Source, name, r.Line, r.field, r.Value, e.Source)
 		}
@@ -58,19 +64,22 @@ func (e *Environment) checkLocal() error {
 	return nil
 }
 
-// remoteRef is a reference to a remote target, in field.
+// remoteRef is a reference to a remote target, or to a local path outside
+// the environment (outside), in field.
 type remoteRef struct {
 	*kyaml.Node
-	field string
+	field   string
+	outside bool
 }
 
-// checkNode walks a kustomization and returns its first remote reference;
-// field is the key n is the value of.
-func checkNode(n *kyaml.Node, field string) *remoteRef {
+// checkNode walks a kustomization in directory dir (relative to the
+// environment) and returns its first remote reference or reference outside
+// the environment; field is the key n is the value of.
+func checkNode(n *kyaml.Node, field, dir string) *remoteRef {
 	switch n.Kind {
 	case kyaml.DocumentNode:
 		for _, c := range n.Content {
-			if r := checkNode(c, ""); r != nil {
+			if r := checkNode(c, "", dir); r != nil {
 				return r
 			}
 		}
@@ -78,12 +87,12 @@ func checkNode(n *kyaml.Node, field string) *remoteRef {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i].Value, n.Content[i+1]
 			if pathScalars[k] && v.Kind == kyaml.ScalarNode {
-				if r := checkRef(v, k); r != nil {
+				if r := checkRef(v, k, dir); r != nil {
 					return r
 				}
 				continue
 			}
-			if r := checkNode(v, k); r != nil {
+			if r := checkNode(v, k, dir); r != nil {
 				return r
 			}
 		}
@@ -91,13 +100,13 @@ func checkNode(n *kyaml.Node, field string) *remoteRef {
 		for _, c := range n.Content {
 			if c.Kind == kyaml.ScalarNode {
 				if pathLists[field] {
-					if r := checkRef(c, field); r != nil {
+					if r := checkRef(c, field, dir); r != nil {
 						return r
 					}
 				}
 				continue
 			}
-			if r := checkNode(c, ""); r != nil {
+			if r := checkNode(c, "", dir); r != nil {
 				return r
 			}
 		}
@@ -105,12 +114,35 @@ func checkNode(n *kyaml.Node, field string) *remoteRef {
 	return nil
 }
 
-func checkRef(n *kyaml.Node, field string) *remoteRef {
-	_, file, _ := strings.Cut(n.Value, "=") // files: [key=]path
-	if !remote(n.Value) && !remote(file) {
-		return nil
+func checkRef(n *kyaml.Node, field, dir string) *remoteRef {
+	_, file, ok := strings.Cut(n.Value, "=") // files: [key=]path
+	if remote(n.Value) || remote(file) {
+		return &remoteRef{Node: n, field: field}
 	}
-	return &remoteRef{n, field}
+	if !ok {
+		file = n.Value
+	}
+	if outside(dir, file) {
+		return &remoteRef{Node: n, field: field, outside: true}
+	}
+	return nil
+}
+
+// outside reports whether the local path p, named in a kustomization in
+// directory dir, leaves the environment: absolute, or climbing above its
+// root. Kustomize's root-only load restrictor would refuse it anyway, but
+// with a message about the in-memory file system ("'/etc' doesn't exist")
+// that names no line.
+func outside(dir, p string) bool {
+	p = strings.TrimSpace(p)
+	if p == "" {
+		return false
+	}
+	if path.IsAbs(p) {
+		return true
+	}
+	c := path.Clean(path.Join(dir, p))
+	return c == ".." || strings.HasPrefix(c, "../")
 }
 
 var scpUser = regexp.MustCompile(`^[a-z][a-z0-9-]*@`)

@@ -112,3 +112,49 @@ patches:
 		t.Errorf("the local patch was not applied:\n%s", out["configmap_experiments_extra.yaml"])
 	}
 }
+
+// A path that climbs out of the environment, or an absolute one, is refused
+// at its line with the reason; kustomize alone would say "'/etc' doesn't
+// exist" about its in-memory file system, with no line.
+func TestBuildRefusesOutside(t *testing.T) {
+	_, base := renderEnv(t, "lab")
+	for _, tc := range []struct {
+		name, file, kust string
+		line             int
+		ref              string
+	}{
+		{"climbing resource", "kustomization.yaml", "resources:\n- base\n- ../../../etc\n", 3, "../../../etc"},
+		{"absolute patch", "kustomization.yaml", "resources: [base]\npatches:\n- path: /etc/passwd\n", 3, "/etc/passwd"},
+		{"nested climbing file", "extra/kustomization.yaml", "configMapGenerator:\n- name: x\n  files: [k=../../secret.txt]\n", 3, "k=../../secret.txt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string][]byte{
+				"environment.yaml":         []byte("policy: policies/lab\npin: \"\"\n"),
+				"kustomization.yaml":       []byte("resources: [base, extra]\n"),
+				"extra/kustomization.yaml": []byte("resources: []\n"),
+			}
+			files[tc.file] = []byte(tc.kust)
+			env, err := environment.FromFiles("t", files, "environments/t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = env.Build(base.Files)
+			want := "environments/t/" + tc.file + ":" + strconv.Itoa(tc.line) + ": "
+			if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), `"`+tc.ref+`" is outside the environment`) {
+				t.Errorf("error = %v\nwant it to start with %q and name %q", err, want, tc.ref)
+			}
+		})
+	}
+	// ../base from a nested kustomization stays inside: not refused here.
+	env, err := environment.FromFiles("t", map[string][]byte{
+		"environment.yaml":         []byte("policy: policies/lab\npin: \"\"\n"),
+		"kustomization.yaml":       []byte("resources: [extra]\n"),
+		"extra/kustomization.yaml": []byte("resources: [../base]\n"),
+	}, "environments/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Build(base.Files); err != nil && strings.Contains(err.Error(), "outside the environment") {
+		t.Errorf("../base from extra/ refused: %v", err)
+	}
+}
