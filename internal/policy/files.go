@@ -115,6 +115,8 @@ func checkFiles(files map[string][]byte, display func(string) string) finding.Li
 	}
 	for _, c := range clauses {
 		switch {
+		case c.decls && (strings.HasPrefix(baseName(c.file), "_") || strings.HasPrefix(baseName(c.file), ".")):
+			add(c, "%s starts with %q: CUE's loader leaves such files out of a package, so what it says would be ignored; rename it without the %q", c.file, baseName(c.file)[:1], baseName(c.file)[:1])
 		case c.pkg == "_" && (c.decls || pkg != ""):
 			add(c, "%s is package _, which is no package: CUE leaves it out of the policy%s, so what it says would be ignored", c.file, inPackage(pkg))
 		case c.pkg == "" && c.decls:
