@@ -27,6 +27,9 @@ import (
 // relative to the current directory) for a bad policy; any other error for
 // I/O problems. Both are input errors (exit 2).
 func Load(dir string) (*Policy, error) {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("policy %s is a file: POLICY_DIR is the directory of a policy's .cue files (e.g. %s)", dir, filepath.Dir(dir))
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading policy %s: %w", dir, err)
@@ -63,6 +66,10 @@ func Load(dir string) (*Policy, error) {
 	if len(refused) > 0 {
 		refused.SortByPos()
 		return nil, refused
+	}
+	if len(files) == 0 {
+		f := RulePolicyFiles.Newf("no .cue files in the policy directory %s", dir)
+		return nil, finding.List{f}
 	}
 	return LoadFiles(files, func(name string) string { return display(name) })
 }
