@@ -56,6 +56,9 @@ type Report struct {
 	FindingsAdded   []finding.Finding `json:"findingsAdded"`
 	FindingsCleared []finding.Finding `json:"findingsCleared"`
 	FindingsChanged []finding.Finding `json:"findingsChanged"`
+	// FindingsChangedFrom holds, at the same index, the base's version of
+	// each entry of FindingsChanged.
+	FindingsChangedFrom []finding.Finding `json:"findingsChangedFrom"`
 	// Render is every difference between the two renders.
 	Render []drift.Difference `json:"render"`
 }
@@ -151,7 +154,7 @@ func Plan(opts Options) (*Report, error) {
 	}
 	drift.Explain(r.Render, b.set, h.set, Sides)
 	r.Admission = compareCapacity(b.report, h.report, baseTemplates(b.policy), baseTemplates(h.policy))
-	r.FindingsAdded, r.FindingsCleared, r.FindingsChanged = compareFindings(b.report.Findings, h.report.Findings)
+	r.FindingsAdded, r.FindingsCleared, r.FindingsChanged, r.FindingsChangedFrom = compareFindings(b.report.Findings, h.report.Findings)
 	return r, nil
 }
 
@@ -266,7 +269,7 @@ func compareCapacity(base, head *admission.Report, baseOf, headOf map[string]str
 // compareFindings sorts the findings into those only the head has, those
 // only the base has, and the head's that the base had (same rule, field and
 // severity) with another message.
-func compareFindings(base, head []finding.Finding) (added, cleared, changed []finding.Finding) {
+func compareFindings(base, head []finding.Finding) (added, cleared, changed, changedFrom []finding.Finding) {
 	full := func(f finding.Finding) string {
 		return f.Rule + "\x00" + f.Path + "\x00" + string(f.Severity) + "\x00" + f.Message
 	}
@@ -297,6 +300,11 @@ func compareFindings(base, head []finding.Finding) (added, cleared, changed []fi
 	for _, f := range hOnly {
 		if bShort[short(f)] == 1 && hShort[short(f)] == 1 {
 			changed = append(changed, f)
+			for _, b := range bOnly {
+				if short(b) == short(f) {
+					changedFrom = append(changedFrom, b)
+				}
+			}
 		} else {
 			added = append(added, f)
 		}
@@ -306,5 +314,5 @@ func compareFindings(base, head []finding.Finding) (added, cleared, changed []fi
 			cleared = append(cleared, f)
 		}
 	}
-	return added, cleared, changed
+	return added, cleared, changed, changedFrom
 }

@@ -173,3 +173,38 @@ func TestKueueAloneTradeOff(t *testing.T) {
 		t.Errorf("the semaphore ConfigMap's removal is not in the render diff: %+v", rep.Render)
 	}
 }
+
+// A finding whose message changes (the batch jobs' time limit, which the
+// starvation warning quotes) is listed as changed with the base's message
+// beside the head's.
+func TestFindingChangedShowsBoth(t *testing.T) {
+	r := gittest.Init(t)
+	base := commitLab(t, r, "", "lab")
+	tmpl := r.Read("policies/lab/templates.cue")
+	r.Write("policies/lab/templates.cue", strings.Replace(tmpl, "timeLimitSeconds: 3600", "timeLimitSeconds: 1800", 1))
+	r.Commit("templates: half the time limit")
+	g, err := gitrepo.Open(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := plan.Plan(plan.Options{Repo: g, Base: base, PolicyDir: "policies/lab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.FindingsChanged) == 0 || len(rep.FindingsChangedFrom) != len(rep.FindingsChanged) {
+		t.Fatalf("changed %v, from %v", rep.FindingsChanged, rep.FindingsChangedFrom)
+	}
+	for i, f := range rep.FindingsChanged {
+		was := rep.FindingsChangedFrom[i]
+		if was.Rule != f.Rule || was.Path != f.Path || was.Message == f.Message {
+			t.Errorf("changed %d: %+v from %+v", i, f, was)
+		}
+	}
+	var text bytes.Buffer
+	if err := rep.Text(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "\n    was: "+rep.FindingsChangedFrom[0].Message+"\n") {
+		t.Errorf("text lacks the base's message:\n%s", text.String())
+	}
+}

@@ -35,6 +35,9 @@ func (r *Report) document() *Report {
 	if out.FindingsCleared == nil {
 		out.FindingsCleared = []finding.Finding{}
 	}
+	if out.FindingsChangedFrom == nil {
+		out.FindingsChangedFrom = []finding.Finding{}
+	}
 	if out.FindingsChanged == nil {
 		out.FindingsChanged = []finding.Finding{}
 	}
@@ -68,7 +71,7 @@ func (r *Report) Text(w io.Writer) error {
 		fmt.Fprintf(w, "  %s (bound by %s → %s)\n", c.Describe(), bound(c.Base), bound(c.Head))
 	}
 	writeFindingsText(w, "findings added", r.FindingsAdded)
-	writeFindingsText(w, "findings changed", r.FindingsChanged)
+	writeFindingsText(w, "findings changed", r.FindingsChanged, r.FindingsChangedFrom...)
 	writeFindingsText(w, "findings cleared", r.FindingsCleared)
 	fmt.Fprintf(w, "\nwhat changed in the render (%d differences):\n\n", len(r.Render))
 	drift.WriteText(w, r.Render, Sides, false)
@@ -94,13 +97,18 @@ func bound(o *Outcome) string {
 	return o.Bound
 }
 
-func writeFindingsText(w io.Writer, title string, fs []finding.Finding) {
+// writeFindingsText lists findings; was, when given, holds the base's
+// version of each at the same index (a changed finding).
+func writeFindingsText(w io.Writer, title string, fs []finding.Finding, was ...finding.Finding) {
 	if len(fs) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\n%s:\n", title)
-	for _, f := range fs {
+	for i, f := range fs {
 		fmt.Fprintf(w, "  %s %s: %s (%s)\n", f.Severity, f.Rule, f.Message, f.Path)
+		if i < len(was) {
+			fmt.Fprintf(w, "    was: %s\n", was[i].Message)
+		}
 	}
 }
 
@@ -131,7 +139,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	if len(r.FindingsAdded)+len(r.FindingsChanged)+len(r.FindingsCleared) > 0 {
 		fmt.Fprintln(w, "\n### Findings")
 		writeFindingsMarkdown(w, "Added", r.FindingsAdded)
-		writeFindingsMarkdown(w, "Changed", r.FindingsChanged)
+		writeFindingsMarkdown(w, "Changed", r.FindingsChanged, r.FindingsChangedFrom...)
 		writeFindingsMarkdown(w, "Cleared", r.FindingsCleared)
 	}
 	fmt.Fprintf(w, "\n### Render\n\n%d differences.\n\n", len(r.Render))
@@ -139,13 +147,16 @@ func (r *Report) Markdown(w io.Writer) error {
 	return nil
 }
 
-func writeFindingsMarkdown(w io.Writer, title string, fs []finding.Finding) {
+func writeFindingsMarkdown(w io.Writer, title string, fs []finding.Finding, was ...finding.Finding) {
 	if len(fs) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\n**%s**\n\n", title)
-	for _, f := range fs {
+	for i, f := range fs {
 		fmt.Fprintf(w, "- %s `%s`: %s (`%s`)\n", f.Severity, f.Rule, mdEscape(f.Message), mdEscape(f.Path))
+		if i < len(was) {
+			fmt.Fprintf(w, "  - was: %s\n", mdEscape(was[i].Message))
+		}
 	}
 }
 
