@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"maps"
 	"slices"
 )
 
@@ -34,21 +33,10 @@ func IsSharesResource(name string) bool {
 // the LocalQueues' namespaces, the services', the templates' and the device
 // plugin's.
 func (p *Policy) Namespaces() []string {
-	set := map[string]bool{}
-	for _, q := range p.Queues {
-		for _, ns := range q.Namespaces {
-			set[ns] = true
-		}
+	ns := p.GPUNamespaces()
+	if d := p.DevicePlugin.Namespace; d != "" && !slices.Contains(ns, d) {
+		ns = append(ns, d)
+		slices.Sort(ns)
 	}
-	for _, s := range p.Services {
-		set[s.Namespace] = true
-	}
-	for _, t := range p.Templates {
-		set[t.Namespace] = true
-	}
-	if p.DevicePlugin.Namespace != "" {
-		set[p.DevicePlugin.Namespace] = true
-	}
-	delete(set, "")
-	return slices.Sorted(maps.Keys(set))
+	return ns
 }
