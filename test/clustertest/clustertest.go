@@ -41,6 +41,38 @@ func Required() bool { return os.Getenv(RequireEnv) == "1" }
 // -short, and fails it instead when Required.
 func Shared(t testing.TB) *cluster.Cluster {
 	t.Helper()
+	canStart(t)
+	once.Do(func() {
+		shared, sharedErr = cluster.Start(context.Background(), cluster.Options{Logf: log.Printf})
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return shared
+}
+
+// Fresh starts a cluster of the test's own, as make cluster-up leaves it
+// (nothing reconciled, no node made ready), for a test that asserts that
+// state; it stops the cluster when the test ends. Skips or fails as Shared.
+func Fresh(t testing.TB) *cluster.Cluster {
+	t.Helper()
+	canStart(t)
+	c, err := cluster.Start(context.Background(), cluster.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
+}
+
+// canStart skips the test when the cluster cannot be had (binaries not
+// built, -short), or fails it when Required.
+func canStart(t testing.TB) {
+	t.Helper()
 	if err := cluster.Available(); err != nil {
 		if Required() {
 			t.Fatalf("%s=1 but the lab cluster is not built: %v", RequireEnv, err)
@@ -53,13 +85,6 @@ func Shared(t testing.TB) *cluster.Cluster {
 		}
 		t.Skip("-short: skipping tests that start the lab cluster")
 	}
-	once.Do(func() {
-		shared, sharedErr = cluster.Start(context.Background(), cluster.Options{Logf: log.Printf})
-	})
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	return shared
 }
 
 // Main runs the tests, then stops the shared cluster and checks that no

@@ -105,7 +105,9 @@ func TestGitOpsEngineOffPin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	atPin, atOld := renderSet(t, env, p), renderSet(t, env, clustertest.WithLock(p, "main", 1))
+	// The synced commit has the main lock at 1, the pin at 4 (the series'
+	// step 3): what the synced commit lacks is the lock's new size.
+	atPin, atOld := renderSet(t, env, clustertest.WithLock(p, "main", 4)), renderSet(t, env, clustertest.WithLock(p, "main", 1))
 	compare := func(_ context.Context, rev string) (*drift.Report, error) {
 		if rev != old {
 			t.Errorf("compared %s, want the synced commit %s", rev, old)

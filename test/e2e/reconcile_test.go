@@ -65,7 +65,7 @@ next:
 // only get, list and watch; reconcile puts it back; an object the pin no
 // longer renders is pruned.
 func TestReconcileAndLiveDrift(t *testing.T) {
-	c := clustertest.Shared(t)
+	c := clustertest.Fresh(t) // asserts what a fresh cluster holds
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	set, _ := localRender(t)

@@ -33,7 +33,7 @@ const notAdvertised = "every GPU step Kueue admits stays Pending: the node does 
 // a second card model's node is made ready and, when it leaves the
 // selection, has both taken off; a card with no node is a finding.
 func TestGPUStepRunsOnceNodesAreReady(t *testing.T) {
-	c := clustertest.Shared(t)
+	c := clustertest.Fresh(t) // asserts what a fresh cluster holds
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	set, p := localRender(t)

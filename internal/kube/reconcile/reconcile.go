@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -235,11 +236,28 @@ func (r *Reconciler) applyOne(ctx context.Context, m *meta.RESTMapping, o *unstr
 	switch {
 	case !exists:
 		return Created, nil
-	case before.GetResourceVersion() == after.GetResourceVersion():
+	case sameApart(before, after):
 		return Unchanged, nil
 	default:
 		return Configured, nil
 	}
+}
+
+// sameApart reports whether the apply left the object as it was, apart
+// from what others write beside it: the status (a controller's: the API
+// server type-checks a ValidatingAdmissionPolicy and writes the result into
+// its status some time after every create, which bumps resourceVersion
+// between one reconcile's read and its apply), and the bookkeeping that
+// follows (resourceVersion, managedFields).
+func sameApart(before, after *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		c := u.DeepCopy().Object
+		delete(c, "status")
+		unstructured.RemoveNestedField(c, "metadata", "resourceVersion")
+		unstructured.RemoveNestedField(c, "metadata", "managedFields")
+		return c
+	}
+	return equality.Semantic.DeepEqual(strip(before), strip(after))
 }
 
 // prune deletes owned objects of the rendered kinds that desired lacks.

@@ -47,3 +47,24 @@ func TestOrder(t *testing.T) {
 		}
 	}
 }
+
+// An apply that changes nothing is unchanged even when a controller wrote
+// the object's status meanwhile (the API server type-checking a
+// ValidatingAdmissionPolicy); a changed spec field is not.
+func TestSameApart(t *testing.T) {
+	obj := func(rv, quota, status string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+			"metadata": map[string]any{"name": "gpupolicy-experiments", "resourceVersion": rv, "generation": int64(1),
+				"managedFields": []any{map[string]any{"manager": rv}}},
+			"spec":   map[string]any{"failurePolicy": quota},
+			"status": map[string]any{"typeChecking": status},
+		}}
+	}
+	if !sameApart(obj("10", "Fail", ""), obj("11", "Fail", "checked")) {
+		t.Error("a status write made the apply count as configured")
+	}
+	if sameApart(obj("10", "Fail", ""), obj("11", "Ignore", "")) {
+		t.Error("a spec change counted as unchanged")
+	}
+}
