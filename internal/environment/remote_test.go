@@ -49,17 +49,7 @@ func TestBuildRefusesRemote(t *testing.T) {
 		{"nested kustomization", "extra/kustomization.yaml", "resources:\n\n- GIT::HTTPS://github.com/x/y.git\n", 3, "GIT::HTTPS://github.com/x/y.git"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			files := map[string][]byte{
-				"environment.yaml":         []byte("policy: policies/lab\npin: \"\"\n"),
-				"kustomization.yaml":       []byte("resources: [base, extra]\n"),
-				"extra/kustomization.yaml": []byte("resources: []\n"),
-			}
-			files[tc.file] = []byte(tc.kust)
-			env, err := environment.FromFiles("t", files, "environments/t")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = env.Build(base.Files)
+			err := buildOverlay(t, base.Files, tc.file, tc.kust)
 			if err == nil {
 				t.Fatal("the remote overlay was built")
 			}
@@ -128,17 +118,7 @@ func TestBuildRefusesOutside(t *testing.T) {
 		{"nested climbing file", "extra/kustomization.yaml", "configMapGenerator:\n- name: x\n  files: [k=../../secret.txt]\n", 3, "k=../../secret.txt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			files := map[string][]byte{
-				"environment.yaml":         []byte("policy: policies/lab\npin: \"\"\n"),
-				"kustomization.yaml":       []byte("resources: [base, extra]\n"),
-				"extra/kustomization.yaml": []byte("resources: []\n"),
-			}
-			files[tc.file] = []byte(tc.kust)
-			env, err := environment.FromFiles("t", files, "environments/t")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = env.Build(base.Files)
+			err := buildOverlay(t, base.Files, tc.file, tc.kust)
 			want := "environments/t/" + tc.file + ":" + strconv.Itoa(tc.line) + ": "
 			if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), `"`+tc.ref+`" is outside the environment`) {
 				t.Errorf("error = %v\nwant it to start with %q and name %q", err, want, tc.ref)
@@ -157,4 +137,22 @@ func TestBuildRefusesOutside(t *testing.T) {
 	if _, err := env.Build(base.Files); err != nil && strings.Contains(err.Error(), "outside the environment") {
 		t.Errorf("../base from extra/ refused: %v", err)
 	}
+}
+
+// buildOverlay builds an environment "t" over base whose kustomization
+// lists base and extra/, with file (one of them) replaced by kust.
+func buildOverlay(t *testing.T, base map[string][]byte, file, kust string) error {
+	t.Helper()
+	files := map[string][]byte{
+		"environment.yaml":         []byte("policy: policies/lab\npin: \"\"\n"),
+		"kustomization.yaml":       []byte("resources: [base, extra]\n"),
+		"extra/kustomization.yaml": []byte("resources: []\n"),
+	}
+	files[file] = []byte(kust)
+	env, err := environment.FromFiles("t", files, "environments/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.Build(base)
+	return err
 }
