@@ -18,14 +18,26 @@ CUE      := $(BIN)/cue
 all: build
 
 # NVML (GPU memory sampling in verify) needs cgo and lazy binding.
-NVML_FLAGS := -tags nvml -ldflags=-extldflags=-Wl,-z,lazy
+NVML_TAGS    := -tags nvml
+NVML_LDFLAGS := -extldflags=-Wl,-z,lazy
+NVML_FLAGS   := $(NVML_TAGS) -ldflags=$(NVML_LDFLAGS)
+
+# gpupolicy's version, for `gpupolicy version`: git describe of the tree
+# (a tag, else the commit; "-dirty" for uncommitted changes), set with
+# -X github.com/gpupolicy/gpupolicy/internal/version.Version. Without git
+# (an unpacked release tarball) it stays unset and version falls back on
+# the build info. VERSION=v1.2.3 make build sets it by hand. The -X goes into
+# the one -ldflags that NVML's flags use: go build keeps only the last
+# -ldflags it is given.
+VERSION    ?= $(shell git describe --always --dirty 2>/dev/null)
+GO_LDFLAGS := $(NVML_LDFLAGS)$(if $(VERSION), -X github.com/gpupolicy/gpupolicy/internal/version.Version=$(VERSION))
 # go-nvml's cgo preamble wraps every NVML function, the ones nvml.h marks
 # deprecated too: gcc would print some thirty -Wdeprecated-declarations
 # warnings that say nothing about gpupolicy. Silenced here, in the flags.
 export CGO_CFLAGS := $(or $(CGO_CFLAGS),-O2 -g) -Wno-deprecated-declarations
 
 build:
-	$(GO) build $(NVML_FLAGS) -o $(GPUPOLICY) ./cmd/gpupolicy
+	$(GO) build $(NVML_TAGS) -ldflags='$(GO_LDFLAGS)' -o $(GPUPOLICY) ./cmd/gpupolicy
 
 # The stock cue command at the library's version.
 cue: $(CUE)

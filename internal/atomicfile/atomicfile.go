@@ -3,6 +3,10 @@
 // directory, exchanged) into place, so a reader, or a failed or killed run,
 // sees either the previous content or the new one, never a mix.
 //
+// A directory is synced once, when all its files are written (on Linux one
+// syncfs(2) of its file system; elsewhere an fsync per file), not file by
+// file: a render of 2,000 files paid 2,000 journal commits before.
+//
 // The temporaries are named after what they replace, ".NAME.tmp-N" (and
 // ".NAME.old-N" while a directory is moved aside where the platform has no
 // atomic exchange), so that the next write of NAME can find and remove what
@@ -10,6 +14,7 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -63,10 +68,18 @@ func writeSynced(f *os.File, data []byte, perm os.FileMode) error {
 
 // ReplaceDir replaces dir with a directory (mode 0755) holding exactly
 // files (mode 0644), creating dir's parents when needed. File names must be
-// plain base names. The new directory is written beside dir and swapped in
-// with one rename (on Linux an atomic exchange, so dir always exists); on
-// any failure dir is untouched and no temporary directory is left.
-// Temporaries an earlier, killed ReplaceDir of dir left are removed first.
+// plain base names. The new directory is written beside dir, made durable
+// with one sync once every file is written (syncWritten), and swapped in
+// with one rename (on Linux an atomic exchange, so dir always exists), whose
+// parent is synced last; on any failure dir is untouched and no temporary
+// directory is left. Temporaries an earlier, killed ReplaceDir of dir left
+// are removed first.
+//
+// A file whose content dir already holds, in a file of mode 0644 that
+// nothing else links to, is hard-linked into the new directory rather than
+// written again (linkUnchanged): a re-render of 2,000 files where few
+// changed creates few inodes. Its previous content is never written to, so
+// a failure still leaves dir as it was.
 func ReplaceDir(dir string, files map[string][]byte) error {
 	if dir == "" {
 		return errors.New("no directory")
@@ -106,10 +119,24 @@ func ReplaceDir(dir string, files map[string][]byte) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
+	// Opened before the first file is written, so that the sync reports a
+	// write-back error of any of them (syncfs reports the errors since the
+	// descriptor was opened).
+	d, err := os.Open(tmp)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
 	for _, name := range names {
+		if exists && linkUnchanged(filepath.Join(dir, name), filepath.Join(tmp, name), files[name]) {
+			continue
+		}
 		if err := writeFile(filepath.Join(tmp, name), files[name]); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
+	}
+	if err := syncWritten(d, names); err != nil {
+		return fmt.Errorf("syncing %s: %w", tmp, err)
 	}
 	if exists {
 		err = swap(tmp, dir)
@@ -172,18 +199,76 @@ func staleRE(prefix string) *regexp.Regexp {
 
 // Hooks, replaced in tests to make a write fail part-way.
 var (
-	writeFile    = writeFileSync
+	writeFile    = writeNew
+	syncWritten  = syncDirFiles
 	rename       = os.Rename
 	swap         = swapDirs
 	exchangeDirs = exchange
 )
 
-func writeFileSync(path string, b []byte) error {
+// writeNew creates the file at path (mode 0644, whatever the umask) with b,
+// unsynced: ReplaceDir syncs the whole directory once (syncWritten).
+func writeNew(path string, b []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
-	return writeSynced(f, b, 0o644)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// linkUnchanged hard-links the file at old to new when old is a regular
+// file of mode 0644 holding exactly data, with no other link (a hard link
+// elsewhere, say a backup made with cp -l, would otherwise share the new
+// render's file and could change it). It reports whether new now holds
+// data; on false, new does not exist. Any failure (no hard links on this
+// file system, not the owner under fs.protected_hardlinks) is a false: the
+// caller writes the file instead.
+func linkUnchanged(old, new string, data []byte) bool {
+	fi, err := os.Lstat(old)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 || fi.Size() != int64(len(data)) || links(fi) != 1 {
+		return false
+	}
+	b, err := os.ReadFile(old)
+	if err != nil || !bytes.Equal(b, data) {
+		return false
+	}
+	if err := os.Link(old, new); err != nil {
+		return false
+	}
+	// The inode read is the one linked (old was not replaced meanwhile).
+	if ni, err := os.Lstat(new); err != nil || !os.SameFile(fi, ni) {
+		os.Remove(new)
+		return false
+	}
+	return true
+}
+
+// fsyncFiles makes the files names in directory d, and d's entries,
+// durable: an fsync each.
+func fsyncFiles(d *os.File, names []string) error {
+	for _, name := range names {
+		f, err := os.Open(filepath.Join(d.Name(), name))
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
 }
 
 func syncDir(dir string) error {

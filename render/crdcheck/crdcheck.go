@@ -17,21 +17,29 @@
 // before it reaches git, naming the object and the field.
 //
 // The CRDs are copies of the module-cache files (see crds/ and the test that
-// keeps them equal); parsing them takes a noticeable fraction of a second, so
-// New parses once per process and returns the same Validator afterwards.
+// keeps them equal). Parsing and converting them took a third of a second
+// per process, so it is done at build time: schemas_gen.go holds each
+// served version's structural and OpenAPI schemas as Go (package
+// internal/crdgen writes it, `go generate ./render/crdcheck/` after a CRD
+// changes; TestGeneratedSchemasMatchCRDs fails while it is stale). At run
+// time a version's schemas are built on the first Validate of that kind,
+// and of its CEL rules only those that can fail the objects validated are
+// compiled (celFor), so a command pays for what it checks.
 package crdcheck
+
+//go:generate go run gen.go
 
 import (
 	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
-	"io/fs"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
-	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
@@ -46,7 +54,8 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
-	"sigs.k8s.io/yaml"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/utils/ptr"
 )
 
 //go:embed crds/*.yaml
@@ -79,89 +88,293 @@ var Sources = []Source{
 	{"argoproj.io_applications.yaml", "github.com/argoproj/argo-cd/v3", "v3.6.1", "manifests/crds/application-crd.yaml"},
 }
 
+// schemaSource is one served version of one CRD, converted at build time
+// (schemas_gen.go, written by internal/crdgen).
+type schemaSource struct {
+	File       string // base name under crds/
+	CRD        string // e.g. "clusterqueues.kueue.x-k8s.io"
+	Group      string
+	Version    string
+	Kind       string
+	Namespaced bool
+	// HasRules is whether the schema has an x-kubernetes-validations rule;
+	// without one there is no CEL validator to build.
+	HasRules bool
+	// OldSelfRules are the rules (their text) that refer to oldSelf, as
+	// the API server's compiler finds them.
+	OldSelfRules []string
+	// Build returns the version's structural schema (defaults pruned) and
+	// its OpenAPI schema, a fresh copy each call.
+	Build func() (*structuralschema.Structural, *spec.Schema)
+}
+
 // Validator checks objects against the embedded CRDs. It is safe for
 // concurrent use.
 type Validator struct {
 	byGVK map[schema.GroupVersionKind]*crdVersion
 }
 
-// crdVersion is one served version of one CRD, ready to validate.
+// crdVersion is one served version of one CRD. Its validators are built on
+// first use (load, celFor).
 type crdVersion struct {
 	crd        string // e.g. "clusterqueues.kueue.x-k8s.io"
 	namespaced bool
-	structural *structuralschema.Structural
-	openapi    apiservervalidation.SchemaValidator
-	cel        *cel.Validator // nil when the schema has no CEL rules
+	hasRules   bool     // the schema has x-kubernetes-validations rules
+	oldSelf    []string // rules that refer to oldSelf (schemaSource.OldSelfRules)
+	build      func() (*structuralschema.Structural, *spec.Schema)
+
+	once        sync.Once
+	structural  *structuralschema.Structural
+	openapi     apiservervalidation.SchemaValidator
+	nestedRules bool // rules inside allOf/anyOf/oneOf/not (hasNestedRules)
+
+	// CEL validators by the rule-bearing schema nodes an object reaches
+	// (celFor), each compiled once.
+	celMu sync.Mutex
+	cels  map[string]*cel.Validator
+}
+
+// load builds the version's schema validators once: the structural schema
+// and the OpenAPI schema validator (validation.NewSchemaValidatorFromOpenAPI,
+// what NewSchemaValidator returns after converting the schema).
+func (cv *crdVersion) load() {
+	cv.once.Do(func() {
+		s, o := cv.build()
+		cv.structural = s
+		cv.openapi = apiservervalidation.NewSchemaValidatorFromOpenAPI(o)
+		cv.nestedRules = cv.hasRules && hasNestedRules(s)
+	})
+}
+
+// celFor returns the CEL validator for obj: the schema's
+// x-kubernetes-validations rules that can fail it, compiled
+// (cel.NewValidator) once per distinct set of schema nodes holding them.
+// The API server compiles every rule of the CRD, but on create evaluates
+// (cel's Validator.validate, validateExpressions)
+//
+//   - a rule only at a node where the object has a non-null value: it
+//     returns at a nil value and descends only into the properties,
+//     additional properties and items the object has. A ResourceFlavor
+//     without tolerations cannot fail the five tolerations rules;
+//   - no transition rule: one that refers to oldSelf without
+//     optionalOldSelf runs only when there is an old object (a
+//     LocalQueue's "clusterQueue is immutable").
+//
+// So compiling only the others gives the object the same errors. Nil when
+// no rule can fail obj.
+//
+// A schema with rules nested in allOf/anyOf/oneOf/not (no CRD gpupolicy
+// embeds has one) gets every rule compiled, as in the API server: which of
+// those run is not worked out here.
+func (cv *crdVersion) celFor(obj map[string]any) *cel.Validator {
+	key := "\x00every rule"
+	var reached map[string]bool
+	if !cv.nestedRules {
+		reached = map[string]bool{}
+		cv.reachRules(cv.structural, obj, "", reached)
+		if len(reached) == 0 {
+			return nil
+		}
+		paths := make([]string, 0, len(reached))
+		for p := range reached {
+			paths = append(paths, p)
+		}
+		sort.Strings(paths)
+		key = strings.Join(paths, "\n")
+	}
+
+	cv.celMu.Lock()
+	defer cv.celMu.Unlock()
+	if v, ok := cv.cels[key]; ok {
+		return v
+	}
+	s := cv.structural
+	if reached != nil {
+		s, _ = cv.keepRules(cv.structural, "", reached)
+	}
+	v := cel.NewValidator(s, true, celconfig.PerCallLimit)
+	if cv.cels == nil {
+		cv.cels = map[string]*cel.Validator{}
+	}
+	cv.cels[key] = v
+	return v
+}
+
+// Path steps of a schema node below its parent, in reachRules and
+// keepRules: a property (followed by its name), additional properties,
+// items. Two nodes could share a path only through a property name holding
+// NUL; that would keep the other node's rules too, never drop one.
+const (
+	stepProperty   = "\x00p"
+	stepAdditional = "\x00a"
+	stepItems      = "\x00i"
+)
+
+// createRules are the rules of node s that can run on create: all but the
+// transition rules (oldSelf without optionalOldSelf).
+func (cv *crdVersion) createRules(s *structuralschema.Structural) apiextensionsv1.ValidationRules {
+	if len(cv.oldSelf) == 0 {
+		return s.XValidations
+	}
+	var out apiextensionsv1.ValidationRules
+	for _, r := range s.XValidations {
+		if slices.Contains(cv.oldSelf, r.Rule) && !ptr.Deref(r.OptionalOldSelf, false) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// reachRules records in reached the path of every node of s that holds
+// a rule that can run on create (createRules) and where obj has a non-null
+// value, walking obj the way cel's Validator does (properties and
+// additional properties of a map, items of a list).
+func (cv *crdVersion) reachRules(s *structuralschema.Structural, obj any, path string, reached map[string]bool) {
+	if s == nil || obj == nil {
+		return
+	}
+	if len(s.XValidations) > 0 && len(cv.createRules(s)) > 0 {
+		reached[path] = true
+	}
+	switch o := obj.(type) {
+	case map[string]any:
+		for k, v := range o {
+			if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
+				cv.reachRules(s.AdditionalProperties.Structural, v, path+stepAdditional, reached)
+			}
+			if p, ok := s.Properties[k]; ok {
+				cv.reachRules(&p, v, path+stepProperty+k, reached)
+			}
+		}
+	case []any:
+		for _, v := range o {
+			cv.reachRules(s.Items, v, path+stepItems, reached)
+		}
+	}
+}
+
+// keepRules returns s with the rules that can run on create (createRules)
+// at the nodes whose paths are in keep, and no other
+// x-kubernetes-validations rule; the rest of the schema (its types) is
+// unchanged, so each kept rule compiles exactly as in the whole schema.
+// Subtrees without a removed rule are shared, not copied; changed reports
+// whether anything was removed.
+func (cv *crdVersion) keepRules(s *structuralschema.Structural, path string, keep map[string]bool) (out *structuralschema.Structural, changed bool) {
+	if s == nil {
+		return nil, false
+	}
+	c := *s
+	if len(s.XValidations) > 0 {
+		var rules apiextensionsv1.ValidationRules
+		if keep[path] {
+			rules = cv.createRules(s)
+		}
+		if len(rules) != len(s.XValidations) {
+			c.XValidations, changed = rules, true
+		}
+	}
+	if it, ch := cv.keepRules(s.Items, path+stepItems, keep); ch {
+		c.Items, changed = it, true
+	}
+	if s.AdditionalProperties != nil {
+		if ap, ch := cv.keepRules(s.AdditionalProperties.Structural, path+stepAdditional, keep); ch {
+			c.AdditionalProperties = &structuralschema.StructuralOrBool{Structural: ap, Bool: s.AdditionalProperties.Bool}
+			changed = true
+		}
+	}
+	var props map[string]structuralschema.Structural
+	for k := range s.Properties {
+		p := s.Properties[k]
+		if np, ch := cv.keepRules(&p, path+stepProperty+k, keep); ch {
+			if props == nil {
+				props = maps.Clone(s.Properties)
+			}
+			props[k] = *np
+		}
+	}
+	if props != nil {
+		c.Properties, changed = props, true
+	}
+	if !changed {
+		return s, false
+	}
+	return &c, true
+}
+
+// hasNestedRules reports whether a node of s has rules inside
+// allOf/anyOf/oneOf/not value validations (no CRD gpupolicy embeds has
+// any; celFor compiles every rule of such a schema).
+func hasNestedRules(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if vv := s.ValueValidation; vv != nil {
+		for _, n := range slices.Concat(vv.AllOf, vv.AnyOf, vv.OneOf) {
+			if nestedHasRules(&n) {
+				return true
+			}
+		}
+		if vv.Not != nil && nestedHasRules(vv.Not) {
+			return true
+		}
+	}
+	if hasNestedRules(s.Items) || s.AdditionalProperties != nil && hasNestedRules(s.AdditionalProperties.Structural) {
+		return true
+	}
+	for k := range s.Properties {
+		p := s.Properties[k]
+		if hasNestedRules(&p) {
+			return true
+		}
+	}
+	return false
+}
+
+func nestedHasRules(n *structuralschema.NestedValueValidation) bool {
+	if n == nil {
+		return false
+	}
+	if len(n.XValidations) > 0 || nestedHasRules(n.Items) || nestedHasRules(n.AdditionalProperties) {
+		return true
+	}
+	for _, c := range slices.Concat(n.AllOf, n.AnyOf, n.OneOf) {
+		if nestedHasRules(&c) {
+			return true
+		}
+	}
+	if nestedHasRules(n.Not) {
+		return true
+	}
+	for k := range n.Properties {
+		p := n.Properties[k]
+		if nestedHasRules(&p) {
+			return true
+		}
+	}
+	return false
 }
 
 var (
-	once      sync.Once
-	shared    *Validator
-	sharedErr error
+	once   sync.Once
+	shared *Validator
 )
 
-// New returns the process-wide Validator, parsing the embedded CRDs on the
-// first call only.
+// New returns the process-wide Validator. It builds nothing: each kind's
+// schemas and CEL rules are built on its first Validate. The error is
+// always nil; it stays in the signature for callers that handle one.
 func New() (*Validator, error) {
-	once.Do(func() { shared, sharedErr = build() })
-	return shared, sharedErr
+	once.Do(func() { shared = build() })
+	return shared, nil
 }
 
-func build() (*Validator, error) {
-	v := &Validator{byGVK: map[schema.GroupVersionKind]*crdVersion{}}
-	names, err := fs.Glob(crdFiles, "crds/*.yaml")
-	if err != nil {
-		return nil, err
+func build() *Validator {
+	v := &Validator{byGVK: make(map[schema.GroupVersionKind]*crdVersion, len(generatedSchemas))}
+	for _, g := range generatedSchemas {
+		gvk := schema.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind}
+		v.byGVK[gvk] = &crdVersion{crd: g.CRD, namespaced: g.Namespaced, hasRules: g.HasRules, oldSelf: g.OldSelfRules, build: g.Build}
 	}
-	for _, name := range names {
-		b, err := crdFiles.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		if err := v.add(name, b); err != nil {
-			return nil, err
-		}
-	}
-	return v, nil
-}
-
-func (v *Validator) add(file string, b []byte) error {
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(b, &crd); err != nil {
-		return fmt.Errorf("crdcheck: parsing %s: %w", file, err)
-	}
-	for _, ver := range crd.Spec.Versions {
-		if !ver.Served || ver.Schema == nil || ver.Schema.OpenAPIV3Schema == nil {
-			continue
-		}
-		var internal apiextensionsinternal.CustomResourceValidation
-		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(ver.Schema, &internal, nil); err != nil {
-			return fmt.Errorf("crdcheck: %s %s: converting the schema: %w", crd.Name, ver.Name, err)
-		}
-		s, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
-		if err != nil {
-			return fmt.Errorf("crdcheck: %s %s: schema is not structural: %w", crd.Name, ver.Name, err)
-		}
-		// As the API server does: own a copy, and drop defaults that
-		// pruning would remove anyway.
-		s = s.DeepCopy()
-		if err := structuraldefaulting.PruneDefaults(s); err != nil {
-			return fmt.Errorf("crdcheck: %s %s: %w", crd.Name, ver.Name, err)
-		}
-		openapi, _, err := apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema)
-		if err != nil {
-			return fmt.Errorf("crdcheck: %s %s: %w", crd.Name, ver.Name, err)
-		}
-		gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: ver.Name, Kind: crd.Spec.Names.Kind}
-		v.byGVK[gvk] = &crdVersion{
-			crd:        crd.Name,
-			namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
-			structural: s,
-			openapi:    openapi,
-			cel:        cel.NewValidator(s, true, celconfig.PerCallLimit),
-		}
-	}
-	return nil
+	return v
 }
 
 // Kinds returns the group/version/kinds the Validator knows, sorted.
@@ -248,6 +461,7 @@ func (v *Validator) Validate(obj *unstructured.Unstructured) error {
 		return fmt.Errorf("crdcheck: decoding %s %q: %w", gvk.Kind, obj.GetName(), err)
 	}
 
+	cv.load()
 	var errs field.ErrorList
 	errs = append(errs, cv.validateMeta(obj)...)
 	unknown := structuralpruning.PruneWithOptions(u, cv.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
@@ -261,11 +475,11 @@ func (v *Validator) Validate(obj *unstructured.Unstructured) error {
 	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, u, cv.structural, false)...)
 	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, cv.structural, u)...)
 	celSkipped := false
-	if cv.cel != nil {
+	if cv.hasRules {
 		if blocking(errs) {
 			celSkipped = true
-		} else {
-			celErrs, _ := cv.cel.Validate(ctx, nil, cv.structural, u, nil, celconfig.RuntimeCELCostBudget)
+		} else if celv := cv.celFor(u); celv != nil {
+			celErrs, _ := celv.Validate(ctx, nil, cv.structural, u, nil, celconfig.RuntimeCELCostBudget)
 			errs = append(errs, celErrs...)
 		}
 	}

@@ -2,24 +2,39 @@ package crdcheck
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpupolicy/gpupolicy/render/crdcheck/internal/crdgen"
 )
 
 func validator(t testing.TB) *Validator {
@@ -343,11 +358,116 @@ func escapeModulePath(p string) string {
 	return b.String()
 }
 
-func BenchmarkNewUncached(b *testing.B) {
-	for b.Loop() {
-		if _, err := build(); err != nil {
+// BenchmarkLoad measures building one kind's schema validators from the
+// generated schemas (load), per kind: what the first Validate of a kind
+// pays before CEL.
+func BenchmarkLoad(b *testing.B) {
+	for _, g := range generatedSchemas {
+		b.Run(g.Kind+"."+g.Version, func(b *testing.B) {
+			for b.Loop() {
+				cv := &crdVersion{crd: g.CRD, namespaced: g.Namespaced, hasRules: g.HasRules, oldSelf: g.OldSelfRules, build: g.Build}
+				cv.load()
+			}
+		})
+	}
+}
+
+// BenchmarkCELCompile measures compiling the CEL rules of the lab's
+// objects (deploy/lab) of each kind that has rules: the rules the object
+// can fail (celFor, what Validate compiles) and, for comparison, every
+// rule of the CRD (cel.NewValidator of the whole schema).
+func BenchmarkCELCompile(b *testing.B) {
+	files, err := filepath.Glob("../../deploy/lab/*.yaml")
+	if err != nil || len(files) == 0 {
+		b.Fatalf("no render in deploy/lab: %v", err)
+	}
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
 			b.Fatal(err)
 		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(raw, &u.Object); err != nil {
+			b.Fatal(err)
+		}
+		gvk := u.GroupVersionKind()
+		cv, ok := validator(b).byGVK[gvk]
+		if !ok || !cv.hasRules || seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		cv.load()
+		b.Run(gvk.Kind+"/reached", func(b *testing.B) {
+			for b.Loop() {
+				fresh := &crdVersion{structural: cv.structural, hasRules: true, oldSelf: cv.oldSelf}
+				fresh.celFor(u.Object)
+			}
+		})
+		b.Run(gvk.Kind+"/all", func(b *testing.B) {
+			for b.Loop() {
+				cel.NewValidator(cv.structural, true, celconfig.PerCallLimit)
+			}
+		})
+	}
+}
+
+// The generated schemas are the embedded CRDs converted by crdgen: the
+// checked-in schemas_gen.go is what `go generate` writes now, and every
+// version's Build returns exactly the structures crdgen.Convert makes from
+// the YAML (so the generated Go reproduces the conversion, field for field).
+func TestGeneratedSchemasMatchCRDs(t *testing.T) {
+	want, err := crdgen.GenerateFS(crdFiles, "crds/*.yaml", "crdcheck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("schemas_gen.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("schemas_gen.go is stale: run go generate ./render/crdcheck/")
+	}
+
+	byKey := map[string]schemaSource{}
+	for _, g := range generatedSchemas {
+		byKey[g.File+" "+g.Version] = g
+	}
+	converted := 0
+	for _, s := range Sources {
+		b, err := crdFiles.ReadFile("crds/" + s.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions, err := crdgen.Convert(s.File, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range versions {
+			converted++
+			g, ok := byKey[v.File+" "+v.Version]
+			if !ok {
+				t.Errorf("%s %s: no generated schema", v.File, v.Version)
+				continue
+			}
+			if g.CRD != v.CRD || g.Group != v.Group || g.Kind != v.Kind || g.Namespaced != v.Namespaced || g.HasRules != v.HasRules || !slices.Equal(g.OldSelfRules, v.OldSelfRules) {
+				t.Errorf("%s %s: generated %+v, converted %s %s %s namespaced=%v", v.File, v.Version, g, v.CRD, v.Group, v.Kind, v.Namespaced)
+			}
+			s, o := g.Build()
+			if !reflect.DeepEqual(s, v.Structural) {
+				t.Errorf("%s %s: the generated structural schema differs from the conversion", v.File, v.Version)
+			}
+			if !reflect.DeepEqual(o, v.OpenAPI) {
+				t.Errorf("%s %s: the generated OpenAPI schema differs from the conversion", v.File, v.Version)
+			}
+			// Skipping cel.NewValidator without rules skips only a nil.
+			if hasCEL := cel.NewValidator(s, true, celconfig.PerCallLimit) != nil; hasCEL != g.HasRules {
+				t.Errorf("%s %s: HasRules %v, but cel.NewValidator builds a validator: %v", v.File, v.Version, g.HasRules, hasCEL)
+			}
+		}
+	}
+	if converted != len(generatedSchemas) || converted < len(Sources) {
+		t.Errorf("converted %d versions of %d CRDs, generated %d", converted, len(Sources), len(generatedSchemas))
 	}
 }
 
@@ -375,5 +495,234 @@ func TestCELSkippedOnSchemaFailure(t *testing.T) {
 	}
 	if !strings.Contains(e.Error(), "CEL rules were not checked") {
 		t.Errorf("message %q", e)
+	}
+}
+
+// celCases are objects that break CEL rules at every level of the Kueue
+// CRDs that have them, with the lab's render (deploy/lab) beside them.
+func celCases(t *testing.T) map[string]*unstructured.Unstructured {
+	t.Helper()
+	parse := func(y string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(y), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	cases := map[string]*unstructured.Unstructured{
+		"CQ borrowing without cohort": clusterQueue("q").borrowing(1).obj(t),
+		"CQ borrowWithinCohort without reclaim": clusterQueue("q").cohort("gpu").borrowing(1).
+			preemption(kueue.PreemptionPolicyNever, kueue.PreemptionPolicyLowerPriority).obj(t),
+		"CQ flavors and coveredResources disagree": parse(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu, memory]
+    flavors:
+    - name: f
+      resources: [{name: nvidia.com/gpu, nominalQuota: "1"}]`),
+		"CQ flavorFungibility preference with MayStopSearch": parse(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: q}
+spec:
+  flavorFungibility: {preference: BorrowingOverPreemption, whenCanBorrow: MayStopSearch, whenCanPreempt: TryNextFlavor}`),
+		"RF topology without nodeLabels": parse(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: t}`),
+		"RF tolerations broken": parse(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+spec:
+  nodeLabels: {a: b}
+  tolerations:
+  - {operator: Equal, effect: NoSchedule}
+  - {key: k, operator: Exists, value: v, tolerationSeconds: 5}`),
+		"RF nodeTaints broken": parse(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+spec:
+  nodeTaints: [{key: k, effect: Sometimes}]`),
+		"RF v1beta1 tolerations broken": parse(`
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec:
+  tolerations: [{operator: Sideways}]`),
+		"LQ": parse(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: n}
+spec: {clusterQueue: q}`),
+	}
+	files, err := filepath.Glob("../../deploy/lab/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no render in deploy/lab: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases["lab "+filepath.Base(f)] = parse(string(b))
+	}
+	return cases
+}
+
+// Compiling only the CEL rules of the nodes an object reaches (celFor)
+// gives the object exactly the errors that every rule of the CRD compiled
+// (cel.NewValidator of the whole schema, as the API server does) gives it.
+func TestCELReachedRulesMatchAllRules(t *testing.T) {
+	v := validator(t)
+	failing := 0
+	for name, obj := range celCases(t) {
+		cv, ok := v.byGVK[obj.GroupVersionKind()]
+		if !ok || !cv.hasRules {
+			continue
+		}
+		cv.load()
+		raw, err := json.Marshal(obj.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var u map[string]any
+		if err := utiljson.Unmarshal(raw, &u); err != nil {
+			t.Fatal(err)
+		}
+		structuralpruning.PruneWithOptions(u, cv.structural, true, structuralschema.UnknownFieldPathOptions{})
+		structuraldefaulting.Default(u, cv.structural)
+
+		ctx := context.Background()
+		all, _ := cel.NewValidator(cv.structural, true, celconfig.PerCallLimit).Validate(ctx, nil, cv.structural, u, nil, celconfig.RuntimeCELCostBudget)
+		var reached field.ErrorList
+		if r := cv.celFor(u); r != nil {
+			reached, _ = r.Validate(ctx, nil, cv.structural, u, nil, celconfig.RuntimeCELCostBudget)
+		}
+		if got, want := errorStrings(reached), errorStrings(all); !slices.Equal(got, want) {
+			t.Errorf("%s: reached rules give %q, all rules %q", name, got, want)
+		}
+		if len(all) > 0 {
+			failing++
+		}
+	}
+	if failing < 7 {
+		t.Errorf("only %d cases break a CEL rule; the comparison proves little", failing)
+	}
+}
+
+func errorStrings(errs field.ErrorList) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Error()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A ResourceFlavor that leaves out tolerations and taints reaches one rule
+// node (spec); one with tolerations, two; the validators are cached by it.
+func TestCELCompiledPerReachedNodes(t *testing.T) {
+	cv := validator(t).byGVK[kueue.GroupVersion.WithKind("ResourceFlavor")]
+	cv.load()
+	labels := map[string]any{"spec": map[string]any{"nodeLabels": map[string]any{"a": "b"}}}
+	tolerating := map[string]any{"spec": map[string]any{"tolerations": []any{map[string]any{"operator": "Exists"}}}}
+	a, b, c := cv.celFor(labels), cv.celFor(labels), cv.celFor(tolerating)
+	if a == nil || a != b || a == c {
+		t.Errorf("validators %p %p %p: want one for nodeLabels (cached) and another with tolerations", a, b, c)
+	}
+	reached := map[string]bool{}
+	cv.reachRules(cv.structural, tolerating, "", reached)
+	if len(reached) != 2 || !reached[stepProperty+"spec"] || !reached[stepProperty+"spec"+stepProperty+"tolerations"] {
+		t.Errorf("reached %q, want spec and spec.tolerations", slices.Collect(maps.Keys(reached)))
+	}
+	// A LocalQueue's one rule (clusterQueue is immutable) is a transition
+	// rule: nothing to compile for a create.
+	lq := validator(t).byGVK[kueue.GroupVersion.WithKind("LocalQueue")]
+	lq.load()
+	if v := lq.celFor(map[string]any{"spec": map[string]any{"clusterQueue": "q"}}); v != nil {
+		t.Error("a CEL validator for a LocalQueue, whose only rule runs on update")
+	}
+}
+
+// A rule that refers to oldSelf runs on create when it is marked
+// optionalOldSelf (oldSelf is then none): celFor keeps it, and drops only
+// the plain transition rule.
+func TestCELKeepsOptionalOldSelfRules(t *testing.T) {
+	optional := true
+	specNode := structuralschema.Structural{
+		Generic:    structuralschema.Generic{Type: "object"},
+		Properties: map[string]structuralschema.Structural{"a": {Generic: structuralschema.Generic{Type: "string"}}},
+		ValidationExtensions: structuralschema.ValidationExtensions{XValidations: apiextensionsv1.ValidationRules{
+			{Rule: "self.a != 'bad'", Message: "create rule"},
+			{Rule: "self.a == oldSelf.a", Message: "transition rule"},
+			{Rule: "oldSelf.hasValue() || self.a != 'new-bad'", Message: "optional oldSelf rule", OptionalOldSelf: &optional},
+		}},
+	}
+	root := &structuralschema.Structural{
+		Generic:    structuralschema.Generic{Type: "object"},
+		Properties: map[string]structuralschema.Structural{"spec": specNode},
+	}
+	cv := &crdVersion{hasRules: true, oldSelf: []string{"self.a == oldSelf.a", "oldSelf.hasValue() || self.a != 'new-bad'"},
+		build: func() (*structuralschema.Structural, *spec.Schema) { return root, &spec.Schema{} }}
+	cv.load()
+	ctx := context.Background()
+	for a, want := range map[string]string{"bad": "create rule", "new-bad": "optional oldSelf rule", "fine": ""} {
+		obj := map[string]any{"spec": map[string]any{"a": a}}
+		all, _ := cel.NewValidator(root, true, celconfig.PerCallLimit).Validate(ctx, nil, root, obj, nil, celconfig.RuntimeCELCostBudget)
+		r := cv.celFor(obj)
+		if r == nil {
+			t.Fatalf("a=%s: no validator", a)
+		}
+		got, _ := r.Validate(ctx, nil, root, obj, nil, celconfig.RuntimeCELCostBudget)
+		if !slices.Equal(errorStrings(got), errorStrings(all)) {
+			t.Errorf("a=%s: reached rules give %q, all rules %q", a, errorStrings(got), errorStrings(all))
+		}
+		if msg := strings.Join(errorStrings(got), ";"); want == "" && msg != "" || !strings.Contains(msg, want) {
+			t.Errorf("a=%s: errors %q, want %q", a, msg, want)
+		}
+	}
+}
+
+// A schema with a rule nested in allOf gets every rule compiled: the
+// nested one fails an object that reaches no other rule.
+func TestCELNestedRulesCompileEverything(t *testing.T) {
+	str := structuralschema.Structural{Generic: structuralschema.Generic{Type: "string"}}
+	root := &structuralschema.Structural{
+		Generic: structuralschema.Generic{Type: "object"},
+		Properties: map[string]structuralschema.Structural{
+			"spec": {
+				Generic:    structuralschema.Generic{Type: "object"},
+				Properties: map[string]structuralschema.Structural{"a": str},
+				ValueValidation: &structuralschema.ValueValidation{AllOf: []structuralschema.NestedValueValidation{{
+					ValidationExtensions: structuralschema.ValidationExtensions{XValidations: apiextensionsv1.ValidationRules{{Rule: "self.a != 'x'", Message: "nested rule"}}},
+				}}},
+			},
+			"other": {
+				Generic:              str.Generic,
+				ValidationExtensions: structuralschema.ValidationExtensions{XValidations: apiextensionsv1.ValidationRules{{Rule: "self != 'y'", Message: "top rule"}}},
+			},
+		},
+	}
+	cv := &crdVersion{hasRules: true, build: func() (*structuralschema.Structural, *spec.Schema) { return root, &spec.Schema{} }}
+	cv.load()
+	if !cv.nestedRules {
+		t.Fatal("nested rule not seen")
+	}
+	obj := map[string]any{"spec": map[string]any{"a": "x"}}
+	ctx := context.Background()
+	all, _ := cel.NewValidator(root, true, celconfig.PerCallLimit).Validate(ctx, nil, root, obj, nil, celconfig.RuntimeCELCostBudget)
+	r := cv.celFor(obj)
+	if r == nil {
+		t.Fatal("no validator")
+	}
+	got, _ := r.Validate(ctx, nil, root, obj, nil, celconfig.RuntimeCELCostBudget)
+	if msg := strings.Join(errorStrings(got), ";"); !strings.Contains(msg, "nested rule") || !slices.Equal(errorStrings(got), errorStrings(all)) {
+		t.Errorf("errors %q, all rules %q", errorStrings(got), errorStrings(all))
 	}
 }
