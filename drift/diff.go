@@ -95,15 +95,33 @@ func Compare(from, to Set) []Difference {
 }
 
 func sortDifferences(ds []Difference) {
-	sort.SliceStable(ds, func(i, j int) bool {
-		if ki, kj := kindRank(ds[i].Kind), kindRank(ds[j].Kind); ki != kj {
-			return ki < kj
+	// Keys are built once, not per comparison: a live cluster can hold
+	// tens of thousands of differences (owned objects the render lacks).
+	type key struct {
+		rank         int
+		object, path string
+	}
+	keys := make([]key, len(ds))
+	idx := make([]int, len(ds))
+	for i := range ds {
+		keys[i] = key{kindRank(ds[i].Kind), ds[i].Object(), ds[i].Path}
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		ka, kb := keys[idx[a]], keys[idx[b]]
+		if ka.rank != kb.rank {
+			return ka.rank < kb.rank
 		}
-		if ds[i].Object() != ds[j].Object() {
-			return ds[i].Object() < ds[j].Object()
+		if ka.object != kb.object {
+			return ka.object < kb.object
 		}
-		return ds[i].Path < ds[j].Path
+		return ka.path < kb.path
 	})
+	sorted := make([]Difference, len(ds))
+	for i, j := range idx {
+		sorted[i] = ds[j]
+	}
+	copy(ds, sorted)
 }
 
 // kindRank orders kinds the way a reader of the lab thinks of them: what

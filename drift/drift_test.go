@@ -251,6 +251,11 @@ func text(t *testing.T, r *drift.Report) string {
 
 var osReadFile = os.ReadFile
 
+// mainLockSize is how cmd/gpupolicy/testdata/lab-series/locks.cue sizes
+// the main lock (from the general queue's quota: 4); a test that needs
+// another size puts a number in its place.
+const mainLockSize = `size: {fromQueue: "gpu-general", state: "on-demand-down"}`
+
 // seriesLab is policies/lab with the locks and template of the write-ups'
 // series (cmd/gpupolicy/testdata/lab-series: the cache lock of 1 and the
 // main lock, here at size unless size is ""), by file name.
@@ -267,7 +272,10 @@ func seriesLab(t *testing.T, size string) map[string]string {
 			t.Fatal(err)
 		}
 		if f == "locks.cue" && size != "" {
-			b = bytes.Replace(b, []byte("size:        4"), []byte("size:        "+size), 1)
+			if !bytes.Contains(b, []byte(mainLockSize)) {
+				t.Fatalf("lab-series/locks.cue no longer sizes the main lock with %s", mainLockSize)
+			}
+			b = bytes.Replace(b, []byte(mainLockSize), []byte("size: "+size), 1)
 		}
 		out[f] = string(b)
 	}
@@ -303,7 +311,7 @@ func TestFallbackBlame(t *testing.T) {
 	writeLab := func(size string) {
 		for f, b := range seriesLab(t, "") {
 			if f == "locks.cue" {
-				b = strings.Replace(b, "size:        4", "size:        "+size, 1)
+				b = strings.Replace(b, mainLockSize, "size: "+size, 1)
 			}
 			r.Write("policies/lab/"+f, b)
 		}

@@ -23,7 +23,8 @@ var GitSides = Sides{From: "the pin", To: "HEAD"}
 // reading the context (LimitRange defaults, which templates take which
 // lock, the priority ladder) from both renders.
 func Explain(ds []Difference, from, to Set, sides Sides) {
-	x := explainer{from: from, to: to, s: sides, decl: declarationResource(from, to)}
+	x := explainer{from: from, to: to, s: sides, decl: declarationResource(from, to),
+		fromLocks: indexLocks(from), toLocks: indexLocks(to)}
 	for i := range ds {
 		ds[i].Consequence = x.explain(&ds[i])
 	}
@@ -33,6 +34,10 @@ type explainer struct {
 	from, to Set
 	s        Sides
 	decl     string
+	// fromLocks and toLocks index each side's locks once: the
+	// explanations look them up per difference, and a cluster may hold
+	// thousands of ConfigMaps.
+	fromLocks, toLocks lockIndex
 }
 
 // wellKnown reports resources that are not a GPU-memory declaration: the
@@ -209,8 +214,8 @@ func (x *explainer) template(d *Difference) string {
 	switch {
 	case strings.Contains(d.Path, "synchronization"):
 		return fmt.Sprintf("The locks %s takes: %s at %s, %s at %s.", d.Name,
-			strings.Join(x.locksOf(x.from, d.Namespace, d.Name), ", "), x.s.From,
-			strings.Join(x.locksOf(x.to, d.Namespace, d.Name), ", "), x.s.To)
+			strings.Join(x.locksOf(x.from, x.fromLocks, d.Namespace, d.Name), ", "), x.s.From,
+			strings.Join(x.locksOf(x.to, x.toLocks, d.Namespace, d.Name), ", "), x.s.To)
 	case requestsShares(d.Path):
 		return fmt.Sprintf("Each job run through %s takes %s at %s, %s at %s.", d.Name,
 			shares(d.from), x.s.From, shares(d.to), x.s.To)
@@ -275,15 +280,27 @@ func (x *explainer) limitDefault(s Set, ns string) (string, bool) {
 // lockRef is one lock a template takes.
 type lockRef struct{ configMap, key string }
 
-// locks returns the locks each WorkflowTemplate takes, by Ref.
-func locks(s Set) map[string][]lockRef {
-	out := map[string][]lockRef{}
+// lockIndex is the locks of one render: the locks each WorkflowTemplate
+// takes, by Ref, and the semaphore ConfigMaps they name, by Ref.
+type lockIndex struct {
+	byTemplate map[string][]lockRef
+	semaphores map[string]bool
+	templates  map[string]*Object
+}
+
+// indexLocks walks s's WorkflowTemplates once.
+func indexLocks(s Set) lockIndex {
+	ix := lockIndex{byTemplate: map[string][]lockRef{}, semaphores: map[string]bool{}, templates: map[string]*Object{}}
 	for _, wt := range s.OfKind("WorkflowTemplate") {
 		var refs []lockRef
 		findLocks(wt.Body["spec"], false, &refs)
-		out[wt.Ref()] = refs
+		ix.byTemplate[wt.Ref()] = refs
+		ix.templates[wt.Ref()] = wt
+		for _, r := range refs {
+			ix.semaphores[Ref("ConfigMap", wt.Namespace, r.configMap)] = true
+		}
 	}
-	return out
+	return ix
 }
 
 func findLocks(v any, inSync bool, out *[]lockRef) {
@@ -306,8 +323,8 @@ func findLocks(v any, inSync bool, out *[]lockRef) {
 	}
 }
 
-func (x *explainer) locksOf(s Set, ns, name string) []string {
-	refs := locks(s)[Ref("WorkflowTemplate", ns, name)]
+func (x *explainer) locksOf(s Set, ix lockIndex, ns, name string) []string {
+	refs := ix.byTemplate[Ref("WorkflowTemplate", ns, name)]
 	if len(refs) == 0 {
 		return []string{"none"}
 	}
@@ -327,10 +344,10 @@ func (x *explainer) locksOf(s Set, ns, name string) []string {
 }
 
 // takers lists the templates in ns that take lock key of configMap.
-func takers(s Set, ns, configMap, key string) []string {
+func takers(ix lockIndex, ns, configMap, key string) []string {
 	var out []string
-	for ref, refs := range locks(s) {
-		o := s[ref]
+	for ref, refs := range ix.byTemplate {
+		o := ix.templates[ref]
 		if o.Namespace != ns {
 			continue
 		}
@@ -347,22 +364,12 @@ func takers(s Set, ns, configMap, key string) []string {
 
 // --- ConfigMaps: semaphores and the device plugin --------------------------
 
-func isSemaphoreConfigMap(s Set, ns, name string) bool {
-	for ref, refs := range locks(s) {
-		if s[ref].Namespace != ns {
-			continue
-		}
-		for _, r := range refs {
-			if r.configMap == name {
-				return true
-			}
-		}
-	}
-	return false
+func isSemaphoreConfigMap(ix lockIndex, ns, name string) bool {
+	return ix.semaphores[Ref("ConfigMap", ns, name)]
 }
 
 func (x *explainer) configMap(d *Difference) string {
-	if isSemaphoreConfigMap(x.from, d.Namespace, d.Name) || isSemaphoreConfigMap(x.to, d.Namespace, d.Name) {
+	if isSemaphoreConfigMap(x.fromLocks, d.Namespace, d.Name) || isSemaphoreConfigMap(x.toLocks, d.Namespace, d.Name) {
 		if len(d.keys) == 2 && d.keys[0] == "data" {
 			key, _ := d.keys[1].(string)
 			return x.lock(d, key)
@@ -380,8 +387,8 @@ func (x *explainer) configMap(d *Difference) string {
 }
 
 func (x *explainer) lock(d *Difference, key string) string {
-	tf := takers(x.from, d.Namespace, d.Name, key)
-	tt := takers(x.to, d.Namespace, d.Name, key)
+	tf := takers(x.fromLocks, d.Namespace, d.Name, key)
+	tt := takers(x.toLocks, d.Namespace, d.Name, key)
 	switch {
 	case d.hasFrom && d.hasTo:
 		f, errF := strconv.Atoi(strings.TrimSpace(d.From))
@@ -632,7 +639,7 @@ func (x *explainer) added(d *Difference) string {
 	case "Namespace":
 		return fmt.Sprintf("%s has no namespace %s.", capitalize(at), d.Name)
 	case "ConfigMap":
-		if isSemaphoreConfigMap(x.to, d.Namespace, d.Name) {
+		if isSemaphoreConfigMap(x.toLocks, d.Namespace, d.Name) {
 			return fmt.Sprintf("%s has no semaphore ConfigMap %s: steps that take its locks cannot acquire them there.", capitalize(at), d.Name)
 		}
 	}

@@ -67,11 +67,12 @@ func (s Set) Refs() []string {
 // OfKind returns the objects of one kind, sorted by Ref.
 func (s Set) OfKind(kind string) []*Object {
 	var out []*Object
-	for _, r := range s.Refs() {
-		if s[r].Kind == kind {
-			out = append(out, s[r])
+	for _, o := range s {
+		if o.Kind == kind {
+			out = append(out, o)
 		}
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Ref() < out[j].Ref() })
 	return out
 }
 

@@ -21,9 +21,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/pager"
 
 	"github.com/gpupolicy/gpupolicy/drift"
 )
@@ -54,9 +57,16 @@ func (s *Side) Source() string { return s.Where }
 // Objects implements drift.Side: each pinned object as the cluster holds it,
 // projected onto the fields the render sets; objects the cluster lacks are
 // absent; owned objects the render lacks are present whole (metadata aside).
+//
+// It reads by kind, not by object: one paginated list per kind of the
+// render with the owner selector (which also finds the owned objects the
+// render lacks), then a get for each pinned object the list did not return
+// (its owner labels removed by hand, say). On a cluster holding tens of
+// thousands of owned objects that is a few dozen requests, not one each.
 func (s *Side) Objects(ctx context.Context) (drift.Set, error) {
 	out := drift.Set{}
-	kinds := map[schema.GroupVersionResource]*meta.RESTMapping{}
+	mappings := map[schema.GroupVersionResource]*meta.RESTMapping{}
+	byKind := map[schema.GroupVersionResource][]string{}
 	for _, ref := range s.Pinned.Refs() {
 		o := s.Pinned[ref]
 		gv, err := schema.ParseGroupVersion(o.APIVersion)
@@ -70,47 +80,80 @@ func (s *Side) Objects(ctx context.Context) (drift.Set, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ref, err)
 		}
-		kinds[m.Resource] = m
-		live, err := resourceFor(s.Client, m, o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", ref, err)
-		}
-		cp := *o
-		cp.Body = Project(o.Body, live.Object)
-		out[ref] = &cp
+		mappings[m.Resource] = m
+		byKind[m.Resource] = append(byKind[m.Resource], ref)
 	}
-	if len(s.Owner) == 0 {
-		return out, nil
-	}
-	sel := labels.SelectorFromSet(s.Owner).String()
 	var gvrs []schema.GroupVersionResource
-	for g := range kinds {
+	for g := range mappings {
 		gvrs = append(gvrs, g)
 	}
 	sort.Slice(gvrs, func(i, j int) bool { return gvrs[i].String() < gvrs[j].String() })
 	for _, g := range gvrs {
-		list, err := s.Client.Resource(g).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", g.Resource, err)
+		kind := mappings[g].GroupVersionKind.Kind
+		listed := map[string]*unstructured.Unstructured{}
+		if len(s.Owner) > 0 {
+			items, err := listAll(ctx, s.Client.Resource(g), metav1.ListOptions{LabelSelector: labels.SelectorFromSet(s.Owner).String()})
+			if err != nil {
+				return nil, fmt.Errorf("listing %s: %w", g.Resource, err)
+			}
+			for i := range items {
+				it := &items[i]
+				ref := drift.Ref(kind, it.GetNamespace(), it.GetName())
+				if _, ok := s.Pinned[ref]; ok {
+					listed[ref] = it
+					continue
+				}
+				body := it.Object
+				delete(body, "status")
+				if md, ok := body["metadata"].(map[string]any); ok {
+					body["metadata"] = map[string]any{"name": md["name"], "namespace": md["namespace"], "labels": md["labels"]}
+				}
+				out[ref] = &drift.Object{APIVersion: it.GetAPIVersion(), Kind: kind, Namespace: it.GetNamespace(), Name: it.GetName(), Body: body}
+			}
 		}
-		kind := kinds[g].GroupVersionKind.Kind
-		for _, it := range list.Items {
-			ref := drift.Ref(kind, it.GetNamespace(), it.GetName())
-			if _, ok := s.Pinned[ref]; ok {
-				continue
+		for _, ref := range byKind[g] {
+			o := s.Pinned[ref]
+			live := listed[ref]
+			if live == nil {
+				got, err := resourceFor(s.Client, mappings[g], o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				if err != nil {
+					return nil, fmt.Errorf("reading %s: %w", ref, err)
+				}
+				live = got
 			}
-			body := it.Object
-			delete(body, "status")
-			if md, ok := body["metadata"].(map[string]any); ok {
-				body["metadata"] = map[string]any{"name": md["name"], "namespace": md["namespace"], "labels": md["labels"]}
-			}
-			out[ref] = &drift.Object{APIVersion: it.GetAPIVersion(), Kind: kind, Namespace: it.GetNamespace(), Name: it.GetName(), Body: body}
+			cp := *o
+			cp.Body = Project(o.Body, live.Object)
+			out[ref] = &cp
 		}
 	}
 	return out, nil
+}
+
+// listPageSize is how many objects one list request returns at most, as
+// kubectl get pages (its --chunk-size default).
+const listPageSize = 500
+
+// listAll lists every object the options select, page by page
+// (client-go's pager: continue tokens, and a full list when the token
+// expires).
+func listAll(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.ListOptions) ([]unstructured.Unstructured, error) {
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return ri.List(ctx, opts)
+	})
+	p.PageSize = listPageSize
+	var out []unstructured.Unstructured
+	err := p.EachListItem(ctx, opts, func(o runtime.Object) error {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return fmt.Errorf("list item is %T, not unstructured", o)
+		}
+		out = append(out, *u)
+		return nil
+	})
+	return out, err
 }
 
 func resourceFor(client dynamic.Interface, m *meta.RESTMapping, ns string) dynamic.ResourceInterface {

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpupolicy/gpupolicy/drift"
+	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
@@ -76,7 +77,8 @@ func TestPodSetDeclarationMiB(t *testing.T) {
 				"name": "main", "resources": map[string]any{"requests": map[string]any{decl: in}},
 			}}}},
 		}}}}}
-		q, ok := podSetDeclaration(wl, decl)
+		st := podSetCount(wl, decl, admission.LimitRangeDefaults{})
+		q, ok := st.Counted, st.ByRequest == 1
 		if got, _ := policy.QuantityMiB(q); !ok || got != want {
 			t.Errorf("2 × %s = %d MiB (found %v), want %d", in, got, ok, want)
 		}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpupolicy/gpupolicy/drift"
+	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
@@ -51,7 +52,8 @@ func TestPlainIntegerDescribedAlikeByDriftAndLiveDrift(t *testing.T) {
 			"name": "main", "resources": map[string]any{"requests": map[string]any{decl: "1024"}},
 		}}}},
 	}}}}}
-	counted, ok := podSetDeclaration(wl, decl)
+	st := podSetCount(wl, decl, admission.LimitRangeDefaults{})
+	counted, ok := st.Counted, st.ByRequest == 1
 	if !ok {
 		t.Fatal("the pod set's declaration was not read")
 	}

@@ -6,18 +6,25 @@ import (
 	"sort"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/contract"
 )
 
-var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+var (
+	podsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	limitRangesGVR = schema.GroupVersionResource{Version: "v1", Resource: "limitranges"}
+)
 
 // limitRangerAnnotation is what the LimitRanger admission plugin writes on a
 // pod whose requests or limits it defaulted ("LimitRanger plugin set: …").
@@ -44,25 +51,82 @@ type WorkloadCount struct {
 	// bytes (policy.QuantityMiB).
 	CountedMiB int64 `json:"countedMiB"`
 	Admitted   bool  `json:"admitted"`
-	// AtDefault: the job declared nothing of its own and is counted at the
-	// namespace default.
-	AtDefault bool   `json:"atDefault"`
-	Message   string `json:"message"`
+	// AtDefault: Kueue counts the namespace's LimitRange default, not
+	// what the job declares: it declared nothing of its own, or (LimitOnly)
+	// it declared by limit alone.
+	AtDefault bool `json:"atDefault"`
+	// LimitOnly: a container of its pod sets states the declaration by a
+	// limit and no request. Kueue v0.17 gives such a container the
+	// LimitRange's defaultRequest before it looks at the limit
+	// (admission.CountPodSets; kubernetes-sigs/kueue#15020).
+	LimitOnly bool `json:"limitOnly"`
+	// DeclaredMiB is what the pod sets' containers state themselves
+	// (requests, and the limits of limit-only containers), in MiB rounded
+	// down; -1 when none states it.
+	DeclaredMiB int64  `json:"declaredMiB"`
+	Message     string `json:"message"`
+
+	// declared is what the containers state (DeclaredMiB as a quantity);
+	// stated says it was read.
+	declared resource.Quantity
+	stated   bool
 }
 
 // Workloads checks every Workload in the cluster: the GPU-memory declaration
 // (resource decl, in MiB) its pods carry against what Kueue counted, naming
-// the jobs counted at the LimitRange default defaultMiB — the write-up's eval
-// job that declared 12,452 MiB and was counted as 1,024. It only gets and
-// lists.
+// the jobs counted at the LimitRange default — the write-up's eval job that
+// declared 12,452 MiB and was counted as 1,024, and a Job that declares by
+// limit only, which Kueue v0.17 counts at the LimitRange's defaultRequest
+// (admission.CountPodSets). defaultMiB is the policy's default, named when
+// the cluster's LimitRange gives another. It only lists: the Workloads,
+// then the pods, LimitRanges and Workflows of the namespaces that hold
+// Workloads, each once, paginated — its requests grow with namespaces, not
+// with Workloads.
 func Workloads(ctx context.Context, client dynamic.Interface, decl string, defaultMiB int64) ([]WorkloadCount, error) {
-	list, err := client.Resource(contract.GVRWorkload).List(ctx, metav1.ListOptions{})
+	items, err := listAll(ctx, client.Resource(contract.GVRWorkload), metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing Kueue Workloads: %w", err)
 	}
+	pods, workflows := map[string]*unstructured.Unstructured{}, map[string]*unstructured.Unstructured{}
+	ranges := map[string]admission.LimitRangeDefaults{}
+	listed := map[string]bool{}
+	for _, wl := range items {
+		ns := wl.GetNamespace()
+		if listed[ns] {
+			continue
+		}
+		listed[ns] = true
+		ps, err := listAll(ctx, client.Resource(podsGVR).Namespace(ns), metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing pods in %s: %w", ns, err)
+		}
+		for i := range ps {
+			pods[ns+"/"+ps[i].GetName()] = &ps[i]
+		}
+		// The LimitRanges Kueue applies to a pod set that has no
+		// request (workload.AdjustResources).
+		lrs, err := listAll(ctx, client.Resource(limitRangesGVR).Namespace(ns), metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing LimitRanges in %s: %w", ns, err)
+		}
+		typed := make([]corev1.LimitRange, len(lrs))
+		for i := range lrs {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(lrs[i].Object, &typed[i]); err != nil {
+				return nil, fmt.Errorf("LimitRange %s/%s: %w", ns, lrs[i].GetName(), err)
+			}
+		}
+		ranges[ns] = admission.ContainerDefaults(typed)
+		// Workflows are read where Argo serves them; without Argo no
+		// Workload has a Workflow to ask (workflowAsk's unknown).
+		if wfs, err := listAll(ctx, client.Resource(contract.GVRWorkflow).Namespace(ns), metav1.ListOptions{}); err == nil {
+			for i := range wfs {
+				workflows[ns+"/"+wfs[i].GetName()] = &wfs[i]
+			}
+		}
+	}
 	var out []WorkloadCount
-	for _, wl := range list.Items {
-		wc := WorkloadCount{Namespace: wl.GetNamespace(), Workload: wl.GetName(), AskedMiB: -1, CountedMiB: -1, DeclaredByJob: true}
+	for _, wl := range items {
+		wc := WorkloadCount{Namespace: wl.GetNamespace(), Workload: wl.GetName(), AskedMiB: -1, CountedMiB: -1, DeclaredMiB: -1, DeclaredByJob: true}
 		var podName string
 		for _, ref := range wl.GetOwnerReferences() {
 			wc.Owner = ref.Kind + "/" + ref.Name
@@ -70,37 +134,22 @@ func Workloads(ctx context.Context, client dynamic.Interface, decl string, defau
 				podName = ref.Name
 			}
 		}
-		declared, hasDeclared := podSetDeclaration(&wl, decl)
-		if !hasDeclared {
-			wc.DeclaredByJob = false // the pod set carries none: Kueue applies the LimitRange
-		}
+		counted := readDeclaration(&wl, decl, ranges[wl.GetNamespace()], &wc)
 		var asked resource.Quantity
 		hasAsked := false
-		if podName != "" {
-			pod, err := client.Resource(podsGVR).Namespace(wl.GetNamespace()).Get(ctx, podName, metav1.GetOptions{})
-			if err == nil {
-				if strings.Contains(pod.GetAnnotations()[limitRangerAnnotation], decl) {
-					wc.DeclaredByJob = false
-				}
-				if wf := pod.GetLabels()[contract.LabelArgoWorkflow]; wf != "" {
-					wc.Workflow = wf
-					asked, hasAsked = workflowAsk(ctx, client, wl.GetNamespace(), wf)
-				}
-			} else if !apierrors.IsNotFound(err) {
-				return nil, err
+		if pod := pods[wl.GetNamespace()+"/"+podName]; podName != "" && pod != nil {
+			if strings.Contains(pod.GetAnnotations()[limitRangerAnnotation], decl) {
+				wc.DeclaredByJob = false
+			}
+			if wf := pod.GetLabels()[contract.LabelArgoWorkflow]; wf != "" {
+				wc.Workflow = wf
+				asked, hasAsked = workflowAsk(workflows[wl.GetNamespace()+"/"+wf])
 			}
 		}
-		counted := policy.MiBQuantity(defaultMiB) // what the LimitRange will give it
-		if used, ok := admittedDeclaration(&wl, decl); ok {
-			wc.Admitted, counted = true, used
-		} else if hasDeclared {
-			counted = declared
-		}
-		wc.CountedMiB, _ = policy.QuantityMiB(counted)
 		if hasAsked {
 			wc.AskedMiB, _ = policy.QuantityMiB(asked)
 		}
-		wc.AtDefault = !wc.DeclaredByJob
+		wc.AtDefault = atDefault(wc, counted)
 		wc.Message = countMessage(wc, asked, hasAsked, counted, defaultMiB)
 		out = append(out, wc)
 	}
@@ -125,46 +174,98 @@ func countMessage(wc WorkloadCount, asked resource.Quantity, hasAsked bool, coun
 	if wc.Admitted {
 		verb = "was counted"
 	}
+	declared := counted
+	if wc.stated {
+		declared = wc.declared
+	}
 	switch {
+	case wc.LimitOnly && wc.AtDefault:
+		return fmt.Sprintf("%s declares %s by limit only: it %s as %s, the LimitRange default (Kueue v0.17 gives a container without a request "+
+			"its namespace's LimitRange defaultRequest before it looks at the limit, kubernetes-sigs/kueue#15020), while its pod asks %s of the node",
+			who, policy.DescribeMemory(declared), verb, policy.DescribeMemory(counted), policy.DescribeMemory(declared))
+	case wc.LimitOnly:
+		return fmt.Sprintf("%s declares %s by limit only and %s as %s: its namespace has no LimitRange default request for it, so Kueue takes the limit",
+			who, policy.DescribeMemory(declared), verb, policy.DescribeMemory(counted))
+	case wc.AtDefault && counted.IsZero():
+		return fmt.Sprintf("%s declares no GPU memory and its namespace has no LimitRange default: Kueue counts none of it, as if it used no GPU memory", who)
 	case wc.AtDefault && hasAsked && asked.Cmp(counted) != 0:
 		return fmt.Sprintf("%s asked for %s of GPU memory, but its pod declares none: it %s as %s, the LimitRange default",
 			who, policy.DescribeMemory(asked), verb, policy.DescribeMemory(counted))
 	case wc.AtDefault:
-		return fmt.Sprintf("%s declares no GPU memory: it %s at the %s LimitRange default", who, verb, policy.FormatAmount(policy.GPUMemory, defaultMiB))
+		msg := fmt.Sprintf("%s declares no GPU memory: it %s at the %s LimitRange default", who, verb, policy.DescribeMemory(counted))
+		if counted.Cmp(policy.MiBQuantity(defaultMiB)) != 0 {
+			msg += fmt.Sprintf(" (the policy's default is %s: the namespace's LimitRange is not the render's)", policy.FormatAmount(policy.GPUMemory, defaultMiB))
+		}
+		return msg
 	default:
-		return fmt.Sprintf("%s declares %s and %s as %s", who, policy.DescribeMemory(counted), verb, policy.DescribeMemory(counted))
+		return fmt.Sprintf("%s declares %s and %s as %s", who, policy.DescribeMemory(declared), verb, policy.DescribeMemory(counted))
 	}
 }
 
-// podSetDeclaration sums the declaration over the Workload's pod sets
-// (requests × count); false when no container declares it.
-func podSetDeclaration(wl *unstructured.Unstructured, decl string) (resource.Quantity, bool) {
-	sets, _, _ := unstructured.NestedSlice(wl.Object, "spec", "podSets")
+// readDeclaration fills in what a Workload's pod sets state of the
+// declaration (DeclaredByJob, DeclaredMiB, LimitOnly) and what Kueue counts
+// of it (Admitted, CountedMiB): its admission's usage; pending, the
+// requests it recorded when it last tried the Workload
+// (status.resourceRequests, workload.PropagateResourceRequests), or what
+// it will count (admission.CountPodSets).
+func readDeclaration(wl *unstructured.Unstructured, decl string, lr admission.LimitRangeDefaults, wc *WorkloadCount) resource.Quantity {
+	st := podSetCount(wl, decl, lr)
+	if st.ByRequest+st.ByLimitOnly == 0 {
+		wc.DeclaredByJob = false // the pod set carries none: Kueue applies the LimitRange
+	} else {
+		wc.DeclaredMiB, _ = policy.QuantityMiB(st.Stated)
+		wc.declared, wc.stated = st.Stated, true
+	}
+	wc.LimitOnly = st.ByLimitOnly > 0
+	counted := st.Counted
+	if used, ok := admittedDeclaration(wl, decl); ok {
+		wc.Admitted, counted = true, used
+	} else if recorded, ok := recordedRequests(wl, decl); ok {
+		counted = recorded
+	}
+	wc.CountedMiB, _ = policy.QuantityMiB(counted)
+	return counted
+}
+
+// atDefault: Kueue counts the LimitRange default, not the job's own
+// declaration — it declared none, or it declared by limit only and Kueue
+// counted (or will count) other than it states: a limit-only container was
+// given the namespace's defaultRequest.
+func atDefault(wc WorkloadCount, counted resource.Quantity) bool {
+	return !wc.DeclaredByJob || (wc.LimitOnly && counted.Cmp(wc.declared) != 0)
+}
+
+// podSetCount reads a Workload's pod sets as Kueue counts them
+// (admission.CountPodSets) with its namespace's LimitRange defaults; a pod
+// set that does not decode counts as stating nothing.
+func podSetCount(wl *unstructured.Unstructured, decl string, lr admission.LimitRangeDefaults) admission.Stated {
+	var typed kueue.Workload
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(wl.Object, &typed); err != nil {
+		return admission.Stated{}
+	}
+	return admission.CountPodSets(typed.Spec.PodSets, corev1.ResourceName(decl), lr)
+}
+
+// recordedRequests sums status.resourceRequests[].resources[decl]: what
+// Kueue counted of a pending Workload the last time it tried it
+// (workload.PropagateResourceRequests); false when it recorded none.
+func recordedRequests(wl *unstructured.Unstructured, decl string) (resource.Quantity, bool) {
 	var total resource.Quantity
-	found := false
-	for _, s := range sets {
-		sm, _ := s.(map[string]any)
-		count, ok, _ := unstructured.NestedInt64(sm, "count")
+	rrs, ok, _ := unstructured.NestedSlice(wl.Object, "status", "resourceRequests")
+	if !ok || len(rrs) == 0 {
+		return total, false
+	}
+	for _, r := range rrs {
+		rm, _ := r.(map[string]any)
+		q, ok, _ := unstructured.NestedString(rm, "resources", decl)
 		if !ok {
-			count = 1
+			continue
 		}
-		containers, _, _ := unstructured.NestedSlice(sm, "template", "spec", "containers")
-		for _, c := range containers {
-			cm, _ := c.(map[string]any)
-			q, ok, _ := unstructured.NestedString(cm, "resources", "requests", decl)
-			if !ok {
-				q, ok, _ = unstructured.NestedString(cm, "resources", "limits", decl)
-			}
-			if ok {
-				if v, err := resource.ParseQuantity(q); err == nil {
-					v.Mul(count)
-					total.Add(v)
-					found = true
-				}
-			}
+		if v, err := resource.ParseQuantity(q); err == nil {
+			total.Add(v)
 		}
 	}
-	return total, found
+	return total, true
 }
 
 // admittedDeclaration sums status.admission.podSetAssignments[].resourceUsage[decl].
@@ -188,10 +289,9 @@ func admittedDeclaration(wl *unstructured.Unstructured, decl string) (resource.Q
 }
 
 // workflowAsk reads the gpu-memory parameter of a Workflow (what the job
-// asked to declare); false when it has none.
-func workflowAsk(ctx context.Context, client dynamic.Interface, ns, name string) (resource.Quantity, bool) {
-	wf, err := client.Resource(contract.GVRWorkflow).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
+// asked to declare); false when it has none or wf is nil (not found).
+func workflowAsk(wf *unstructured.Unstructured) (resource.Quantity, bool) {
+	if wf == nil {
 		return resource.Quantity{}, false
 	}
 	params, _, _ := unstructured.NestedSlice(wf.Object, "spec", "arguments", "parameters")
