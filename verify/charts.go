@@ -197,7 +197,9 @@ func trimFloat(v float64) string {
 
 // handoffRow is one bar of the hand-off chart: a level's parts' medians.
 type handoffRow struct {
-	Label    string
+	Label string
+	// Sub is the line under the label; default "N hand-off(s)".
+	Sub      string
 	Handoffs int
 	Parts    []PartSummary
 	// Median, Low and High are the whole gap's median and range.
@@ -207,25 +209,34 @@ type handoffRow struct {
 func handoffRows(r *Report) []handoffRow {
 	var rows []handoffRow
 	for _, l := range r.Levels {
-		if len(l.Gaps) == 0 {
-			continue
+		if row, ok := levelHandoffRow(l); ok {
+			rows = append(rows, row)
 		}
-		var xs []float64
-		for _, g := range l.Gaps {
-			xs = append(xs, g.Seconds)
-		}
-		m, _ := Median(xs)
-		rows = append(rows, handoffRow{Label: fmt.Sprintf("%d together", l.Level), Handoffs: len(l.Gaps), Parts: l.Handoff,
-			Median: m, Low: slices.Min(xs), High: slices.Max(xs)})
 	}
 	return rows
+}
+
+// levelHandoffRow is a level's bar, labelled "N together"; false when the
+// level had no hand-off.
+func levelHandoffRow(l LevelSummary) (handoffRow, bool) {
+	if len(l.Gaps) == 0 {
+		return handoffRow{}, false
+	}
+	var xs []float64
+	for _, g := range l.Gaps {
+		xs = append(xs, g.Seconds)
+	}
+	m, _ := Median(xs)
+	return handoffRow{Label: fmt.Sprintf("%d together", l.Level), Handoffs: len(l.Gaps), Parts: l.Handoff,
+		Median: m, Low: slices.Min(xs), High: slices.Max(xs)}, true
 }
 
 // HandoffChart draws the hand-off by part: per level with hand-offs, a
 // stacked bar of each part's median, the whole gap's median and range
 // beside it, and the stamps' resolution in the caption.
-func HandoffChart(r *Report) []byte {
-	rows := handoffRows(r)
+func HandoffChart(r *Report) []byte { return handoffChart(handoffRows(r)) }
+
+func handoffChart(rows []handoffRow) []byte {
 	const (
 		width  = 960.0
 		labelW = 150.0
@@ -281,7 +292,11 @@ func HandoffChart(r *Report) []byte {
 		mid := y + rowH/2
 		w(`<g id="row-%d">`+"\n", i+1)
 		w(`<text x="%s" y="%s" text-anchor="end" fill="%s" font-weight="bold">%s</text>`+"\n", num(labelW-8), num(mid), colourText, esc(row.Label))
-		w(`<text x="%s" y="%s" text-anchor="end" fill="%s">%s</text>`+"\n", num(labelW-8), num(mid+13), colourMuted, esc(fmt.Sprintf("%d hand-off(s)", row.Handoffs)))
+		sub := row.Sub
+		if sub == "" {
+			sub = fmt.Sprintf("%d hand-off(s)", row.Handoffs)
+		}
+		w(`<text x="%s" y="%s" text-anchor="end" fill="%s">%s</text>`+"\n", num(labelW-8), num(mid+13), colourMuted, esc(sub))
 		cur := 0.0
 		unknown := ""
 		for k, p := range row.Parts {

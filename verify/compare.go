@@ -26,6 +26,9 @@ const (
 	CheckCancel          = "cancel-not-closed"
 	CheckCleanup         = "left-behind"
 	CheckCancelOverlap   = "started-beside-cancelled"
+	// The fault batch's (faults.go).
+	CheckFaultNotInjected = "fault-not-injected"
+	CheckFaultNotReleased = "fault-not-released"
 )
 
 func verifyRule(id, reason string) finding.Rule {
@@ -44,6 +47,8 @@ var Checks = []finding.Rule{
 	verifyRule(CheckCancel, "a cancelled job did not stop"),
 	verifyRule(CheckCleanup, "verify could not delete everything it created"),
 	verifyRule(CheckCancelOverlap, "a job started while a cancelled one still ran: Argo released the lock when it marked the terminated workflow failed, before its pod stopped, so the lock alone does not keep a cancelled job's place"),
+	verifyRule(CheckFaultNotInjected, "the job verify made crash did not end with a non-zero exit code, so the fault batch tested nothing"),
+	verifyRule(CheckFaultNotReleased, "a crashed job's quota (its Workload not Finished) or lock slot was still held when verify stopped watching"),
 }
 
 // newFinding is a finding of the verify rule id (an error).
@@ -58,7 +63,9 @@ func newFinding(id, job, message string) finding.Finding {
 // Compare checks one batch against its prediction: never more at once than
 // predicted, every job beyond the count waits for one to end, as many at
 // once as predicted when enough were submitted, and no admission at all
-// when the prediction is zero. It also reports failed and unfinished jobs.
+// when the prediction is zero. It also reports failed and unfinished jobs
+// (in a fault batch, the jobs without a fault; and that the fault
+// happened and its quota and lock slot were freed).
 // A batch during which the service state changed is only checked for job
 // failures.
 func Compare(b Batch) []finding.Finding {
@@ -67,18 +74,26 @@ func Compare(b Batch) []finding.Finding {
 	add := func(id, job, format string, args ...any) {
 		out = append(out, newFinding(id, job, label+": "+fmt.Sprintf(format, args...)))
 	}
+	beside := ""
+	if b.Fault != nil {
+		beside = " beside the job made to crash (" + b.Fault.Crash + ")"
+	}
 	for _, j := range b.Jobs {
 		switch {
+		case j.Fault != "":
+			// The fault batch's own jobs fail on purpose; faultFindings
+			// checks that they did.
 		case j.Outcome == Failed:
 			msg := j.Message
 			if msg == "" {
 				msg = "no message"
 			}
-			add(CheckJobFailed, j.Name, "job %s failed: %s", j.Name, msg)
+			add(CheckJobFailed, j.Name, "job %s failed%s: %s", j.Name, beside, msg)
 		case j.Result != nil && j.Result.Check() != nil:
-			add(CheckJobCheck, j.Name, "job %s: %v", j.Name, j.Result.Check())
+			add(CheckJobCheck, j.Name, "job %s%s: %v", j.Name, beside, j.Result.Check())
 		}
 	}
+	out = append(out, faultFindings(b)...)
 	if b.Cancel != nil && b.Cancel.Closed.IsZero() {
 		add(CheckCancel, b.Cancel.Job, "job %s was cancelled (spec.shutdown=%s) at %s but its pod had not stopped when verify stopped watching",
 			b.Cancel.Job, b.Cancel.Strategy, b.Cancel.Requested.Format("15:04:05"))

@@ -23,8 +23,8 @@
 // the job's own start and end stamps when its log is readable (a KWOK node
 // serves no logs), Ended (the container's end) and Released (the Workload's
 // Finished). API stamps have one-second resolution; the first sighting of a
-// state wins, because the simulated node rewrites a container's start when
-// it terminates. A batch ends when every Workflow is final and every started
+// state wins (a container's start is read while it runs and again from its
+// terminated state). A batch ends when every Workflow is final and every started
 // container has ended; its Workflows and pods are then deleted before the
 // next batch.
 //
@@ -35,6 +35,26 @@
 // place). Argo stops a running pod by exec'ing kill in it, which a simulated
 // node cannot serve; if the pod still runs CancelGrace after the request,
 // verify deletes it and says so.
+//
+// With Faults, a fault batch of (predicted + 1) jobs follows: the first,
+// submitted alone, crashes DefaultCrashAfter(Hold) after its checks (the
+// test job's --crash-after; on a simulated node the same run time and exit
+// code as annotations), the others follow once it runs, and where an
+// earlier job reported a CUDA device the second allocates twice its
+// declaration beyond it (--allocate-mib). The report's Faults says whether
+// the others finished with correct outputs, when the crashed job's quota
+// and lock slot were freed and how long the job that took its place waited
+// (faults.go).
+//
+// # Two policies side by side
+//
+// RunSideBySide runs the same batches under two policies in turn on one
+// cluster — each policy's render reconciled before its batches by the
+// caller's Deploy — and puts the environment's render back with Restore at
+// the end, also after an error or an interrupt; a deploy or the restore is
+// never cut short. SideBySide compares the levels both ran: rates and
+// their ratio, the hand-off by part, and one at a time each batch's time
+// split into first start, runs and gaps (sidebyside.go).
 //
 // # The service state
 //

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpupolicy/gpupolicy/internal/atomicfile"
+	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/output"
 )
 
@@ -51,25 +52,9 @@ func Markdown(r *Report) []byte { return markdown(r, false) }
 func markdown(r *Report, charts bool) []byte {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	verdict := "PASS"
-	if !r.OK() {
-		verdict = "FAIL"
-	}
-	env := r.Environment
-	if env == "" {
-		env = "(no environment)"
-	}
-	w("# gpupolicy verify: %s — %s\n\n", env, verdict)
+	w("%s", heading("", r.Environment, r.OK()))
 	w("%s\n\n", intro(r))
-	if r.OK() {
-		w("**The cluster admitted what the policy predicts.**\n\n")
-	} else {
-		w("**%d disagreement(s) with the policy:**\n\n", len(r.Findings))
-		for _, f := range r.Findings {
-			w("- `%s` %s\n", f.Rule, f.Message)
-		}
-		w("\n")
-	}
+	verdictMarkdown(&b, r.Findings, "The cluster admitted what the policy predicts.", "the policy")
 
 	if len(r.Levels) > 0 {
 		w("## Jobs completed per minute, by how many were submitted together\n\n")
@@ -90,15 +75,7 @@ func markdown(r *Report, charts bool) []byte {
 	if len(r.Handoff) > 0 {
 		w("## The hand-off, by part\n\n")
 		w("The gap from one job's end to the start of the job that took its place, split at the next job's stamps: each part's median over the level's hand-offs, with its range. %s\n\n", handoffCaption())
-		w("| together | hand-offs | whole gap |")
-		for _, p := range HandoffParts {
-			w(" %s |", p.Label)
-		}
-		w("\n| ---: | ---: | ---: |")
-		for range HandoffParts {
-			w(" ---: |")
-		}
-		w("\n")
+		w("%s", handoffHeader("rrr", "together", "hand-offs", "whole gap"))
 		for _, row := range handoffRows(r) {
 			w("| %s | %d | %s |", strings.TrimSuffix(row.Label, " together"), row.Handoffs, medRange(row.Median, row.Low, row.High))
 			for _, p := range row.Parts {
@@ -119,6 +96,12 @@ func markdown(r *Report, charts bool) []byte {
 
 	if c := r.Cancel; c != nil {
 		w("## Cancel\n\n%s\n\n", cancelSentence(c))
+	}
+	if f := r.Faults; f != nil {
+		w("## Faults beside others\n\n")
+		for _, s := range faultSentences(f) {
+			w("%s\n\n", s)
+		}
 	}
 
 	w("## GPU memory\n\n%s\n\n", r.GPUMemory.Sentence())
@@ -153,6 +136,41 @@ func markdown(r *Report, charts bool) []byte {
 	return b.Bytes()
 }
 
+// handoffHeader is a markdown hand-off table's header: the lead columns,
+// aligned as align says (r or l, one letter each), then one right-aligned
+// column per part.
+func handoffHeader(align string, lead ...string) string {
+	var head, rule strings.Builder
+	head.WriteString("|")
+	rule.WriteString("|")
+	for i, c := range lead {
+		fmt.Fprintf(&head, " %s |", c)
+		if align[i] == 'l' {
+			rule.WriteString(" --- |")
+		} else {
+			rule.WriteString(" ---: |")
+		}
+	}
+	for _, p := range HandoffParts {
+		fmt.Fprintf(&head, " %s |", p.Label)
+		rule.WriteString(" ---: |")
+	}
+	return head.String() + "\n" + rule.String() + "\n"
+}
+
+// heading is a markdown report's title: "# gpupolicy verify[what]: ENV —
+// PASS" (or FAIL).
+func heading(what, env string, ok bool) string {
+	v := "PASS"
+	if !ok {
+		v = "FAIL"
+	}
+	if env == "" {
+		env = "(no environment)"
+	}
+	return fmt.Sprintf("# gpupolicy verify%s: %s — %s\n\n", what, env, v)
+}
+
 // Text is the report for a terminal.
 func Text(r *Report) []byte {
 	var b bytes.Buffer
@@ -180,6 +198,12 @@ func Text(r *Report) []byte {
 	if c := r.Cancel; c != nil {
 		w("\n%s\n", cancelSentence(c))
 	}
+	if f := r.Faults; f != nil {
+		w("\nFaults beside others:\n")
+		for _, s := range faultSentences(f) {
+			w("  %s\n", s)
+		}
+	}
 	w("\n%s\n", r.GPUMemory.Sentence())
 	for _, n := range r.Notes {
 		w("note: %s\n", n)
@@ -187,16 +211,36 @@ func Text(r *Report) []byte {
 	if r.Cleanup != nil {
 		w("%s\n", r.Cleanup.Sentence(r.RunID))
 	}
-	if r.OK() {
-		w("\nverify: the cluster admitted what the policy predicts\n")
-	} else {
-		w("\n")
-		for _, f := range r.Findings {
-			w("verify: %s\n", f)
-		}
-		w("verify: %d disagreement(s) with the policy\n", len(r.Findings))
-	}
+	verdict(&b, r.Findings, "the cluster admitted what the policy predicts", "the policy")
 	return b.Bytes()
+}
+
+// verdictMarkdown is the markdown verdict: the ok line in bold, or the
+// count of the disagreements with what and each of them.
+func verdictMarkdown(b *bytes.Buffer, fs []finding.Finding, ok, what string) {
+	if len(fs) == 0 {
+		fmt.Fprintf(b, "**%s**\n\n", ok)
+		return
+	}
+	fmt.Fprintf(b, "**%d disagreement(s) with %s:**\n\n", len(fs), what)
+	for _, f := range fs {
+		fmt.Fprintf(b, "- `%s` %s\n", f.Rule, f.Message)
+	}
+	b.WriteString("\n")
+}
+
+// verdict ends a text report: the ok line, or each finding and their
+// count ("N disagreement(s) with WHAT").
+func verdict(b *bytes.Buffer, fs []finding.Finding, ok, what string) {
+	if len(fs) == 0 {
+		fmt.Fprintf(b, "\nverify: %s\n", ok)
+		return
+	}
+	b.WriteString("\n")
+	for _, f := range fs {
+		fmt.Fprintf(b, "verify: %s\n", f)
+	}
+	fmt.Fprintf(b, "verify: %d disagreement(s) with %s\n", len(fs), what)
 }
 
 func intro(r *Report) string {
@@ -358,6 +402,12 @@ func relCell(t, t0 time.Time) string {
 
 func outcomeCell(j Job) string {
 	s := string(j.Outcome)
+	if j.Fault != "" {
+		s += " (made to: " + j.Fault + ")"
+	}
+	if j.ExitCode != nil && *j.ExitCode != 0 {
+		s += fmt.Sprintf(", exit code %d", *j.ExitCode)
+	}
 	if j.Result != nil {
 		s += fmt.Sprintf(" (%s, matmul %.3f s, LM %.3f s)", j.Result.Device, j.Result.MatmulS, j.Result.LMS)
 	}

@@ -33,6 +33,11 @@ const (
 	// runs: the lab cluster's pods run for this annotation's seconds (see
 	// cluster.AnnotationRunSeconds). A real kubelet ignores it.
 	AnnotationRunSeconds = "gpupolicy.dev/run-seconds"
+	// AnnotationExitCode tells a simulated node the exit code the pod's
+	// main container ends with (cluster.AnnotationExitCode): a fault
+	// batch's crashing job carries the code the test job's own crash gives
+	// (testjob.CrashExitCode). A real kubelet ignores it.
+	AnnotationExitCode = "gpupolicy.dev/exit-code"
 	// FieldManager is verify's field manager.
 	FieldManager = "gpupolicy-verify"
 )

@@ -47,7 +47,9 @@ type Report struct {
 	// MaxRunning is the most jobs seen running at once.
 	MaxRunning int            `json:"maxRunning"`
 	Cancel     *CancelSummary `json:"cancel,omitempty"`
-	GPUMemory  GPUMemory      `json:"gpuMemory"`
+	// Faults is the fault batch's summary (Options.Faults).
+	Faults    *FaultSummary `json:"faults,omitempty"`
+	GPUMemory GPUMemory     `json:"gpuMemory"`
 	// Findings are the disagreements with the prediction; none means the
 	// cluster admitted exactly what the policy predicts.
 	Findings []finding.Finding `json:"findings"`
@@ -139,11 +141,11 @@ type Cleanup struct {
 // Summarize computes the report's figures and findings from the batches
 // (rates, gaps, concurrency, cancel timings) and compares each batch with
 // its prediction. It fills Levels, LoneRatePerMin, MedianGapSeconds,
-// MaxRunning, Cancel and Findings of r from r.Batches and r.Cleanup, and
+// MaxRunning, Cancel, Faults and Findings of r from r.Batches and r.Cleanup, and
 // adds its observations to Notes; calling it again gives the same report.
 func Summarize(r *Report) {
 	r.Levels = nil
-	r.LoneRatePerMin, r.MedianGapSeconds, r.Cancel = nil, nil, nil
+	r.LoneRatePerMin, r.MedianGapSeconds, r.Cancel, r.Faults = nil, nil, nil, nil
 	r.Handoff, r.HandoffResolutionSeconds = nil, 0
 	r.MaxRunning = 0
 	r.Findings = []finding.Finding{}
@@ -228,10 +230,16 @@ func Summarize(r *Report) {
 		r.HandoffResolutionSeconds = HandoffResolutionSeconds
 	}
 	for _, b := range r.Batches {
-		if b.Kind == CancelBatch {
+		switch b.Kind {
+		case CancelBatch:
 			r.MaxRunning = max(r.MaxRunning, MaxRunning(b))
 			if b.Cancel != nil {
 				r.Cancel = summarizeCancel(b)
+			}
+		case FaultBatch:
+			r.MaxRunning = max(r.MaxRunning, MaxRunning(b))
+			if b.Fault != nil {
+				r.Faults = summarizeFault(b)
 			}
 		}
 	}

@@ -56,6 +56,12 @@ type Options struct {
 	// pod to end before deleting it (a simulated node cannot be signalled);
 	// default 45 s, past Argo's 30 s SIGKILL.
 	CancelGrace time.Duration
+	// Faults adds a fault batch of (predicted + 1) jobs in which one job
+	// crashes CrashAfter after its checks (default DefaultCrashAfter(Hold))
+	// and, where an earlier job of the run reported a CUDA device, one
+	// allocates twice its declaration beyond it (see faults.go).
+	Faults     bool
+	CrashAfter time.Duration
 	// StarveWatch is how long verify watches jobs the policy admits none of
 	// (e.g. batch jobs while the 7B is up); default max(60 s, 2 × Hold).
 	StarveWatch time.Duration
@@ -105,6 +111,7 @@ type runner struct {
 	sampler   *memorySampler
 	progress  string
 	deleted   []string // what the per-batch cleanups deleted
+	sawCUDA   bool     // a job reported a CUDA device (its log was read)
 }
 
 // Run submits the verification jobs, watches them, compares what the
@@ -160,6 +167,9 @@ func newRunner(c Clients, o Options) (*runner, error) {
 	if o.CancelGrace <= 0 {
 		o.CancelGrace = DefaultCancelGrace
 	}
+	if o.CrashAfter <= 0 {
+		o.CrashAfter = DefaultCrashAfter(o.Hold)
+	}
 	if o.StarveWatch <= 0 {
 		o.StarveWatch = max(minStarveWatch, 2*o.Hold)
 	}
@@ -175,7 +185,13 @@ func newRunner(c Clients, o Options) (*runner, error) {
 		o.RunID = hex.EncodeToString(b[:])
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = AutoTimeout(o.Levels, o.Batches, o.Hold, o.Cancel, o.StarveWatch)
+		extras := 0
+		for _, on := range []bool{o.Cancel, o.Faults} {
+			if on {
+				extras++
+			}
+		}
+		o.Timeout = AutoTimeout(o.Levels, o.Batches, o.Hold, extras, o.StarveWatch)
 	}
 	r := &runner{c: c, o: o, p: p, ns: ns, now: o.Now}
 	r.rep = &Report{
@@ -187,17 +203,15 @@ func newRunner(c Clients, o Options) (*runner, error) {
 
 // AutoTimeout is the default bound of a run: every job of every batch run
 // one after another (the worst case, a lock of one), each taking the hold
-// plus two minutes of start-up and hand-off, plus a cancel batch of up to
-// six, one starve watch and two minutes.
-func AutoTimeout(levels []int, batches int, hold time.Duration, cancel bool, starve time.Duration) time.Duration {
+// plus two minutes of start-up and hand-off, plus extras batches (cancel,
+// faults) of up to six each, one starve watch and two minutes.
+func AutoTimeout(levels []int, batches int, hold time.Duration, extras int, starve time.Duration) time.Duration {
 	round := hold + 2*time.Minute
 	var t time.Duration
 	for _, n := range levels {
 		t += time.Duration(batches*n) * round
 	}
-	if cancel {
-		t += 6 * round
-	}
+	t += time.Duration(6*extras) * round
 	return t + starve + 2*time.Minute
 }
 
@@ -277,7 +291,14 @@ func (r *runner) run(ctx context.Context) (rep *Report, err error) {
 	if starved {
 		r.rep.Notes = append(r.rep.Notes, "the policy admits no job in this service state, so verify watched one batch wait and ran no other level")
 	}
-	if r.o.Cancel && !r.timedOut {
+	for _, extra := range []struct {
+		on   bool
+		kind BatchKind
+		what string
+	}{{r.o.Cancel, CancelBatch, "cancel"}, {r.o.Faults, FaultBatch, "faults"}} {
+		if !extra.on || r.timedOut {
+			continue
+		}
 		st, err := ReadState(ctx, r.c, r.p)
 		if err != nil {
 			return r.finish(err)
@@ -287,15 +308,15 @@ func (r *runner) run(ctx context.Context) (rep *Report, err error) {
 			return r.finish(err)
 		}
 		if pred.Admitted <= 0 {
-			r.rep.Notes = append(r.rep.Notes, "cancel skipped: no job is admitted with "+st.Label())
-		} else {
-			b, err := r.runBatch(ctx, CancelBatch, pred.Admitted+1, 1)
-			if b != nil {
-				r.rep.Batches = append(r.rep.Batches, *b)
-			}
-			if err != nil {
-				return r.finish(err)
-			}
+			r.rep.Notes = append(r.rep.Notes, extra.what+" skipped: no job is admitted with "+st.Label())
+			continue
+		}
+		b, err := r.runBatch(ctx, extra.kind, pred.Admitted+1, 1)
+		if b != nil {
+			r.rep.Batches = append(r.rep.Batches, *b)
+		}
+		if err != nil {
+			return r.finish(err)
 		}
 	}
 	if r.timedOut {
@@ -378,15 +399,35 @@ func (r *runner) startSampler() {
 	r.sampler = startSampler(reader, time.Second)
 }
 
+// jobFault is the fault one job of a fault batch carries.
+type jobFault struct {
+	kind     string        // FaultCrash, FaultOverAllocate or ""
+	crash    time.Duration // FaultCrash: after the checks
+	allocMiB int64         // FaultOverAllocate: beyond the declaration
+}
+
 // workflow builds one job's Workflow: the template by reference at the
 // verify priority, the test job's script mounted from its ConfigMap and run
 // with --hold by a podSpecPatch on the main container, and the hold as the
-// simulated node's run time.
-func (r *runner) workflow(name, batch string) (*wfv1.Workflow, error) {
+// simulated node's run time. A crashing job runs with --crash-after and
+// carries its crash time and exit code for the simulated node; an
+// over-allocating one runs with --allocate-mib.
+func (r *runner) workflow(name, batch string, f jobFault) (*wfv1.Workflow, error) {
+	run := r.o.Hold
+	var faultArgs []string
+	annotations := map[string]string{}
+	switch f.kind {
+	case FaultCrash:
+		faultArgs = testjob.CrashArgs(f.crash)
+		run = f.crash
+		annotations[AnnotationExitCode] = strconv.Itoa(testjob.CrashExitCode)
+	case FaultOverAllocate:
+		faultArgs = testjob.AllocateArgs(f.allocMiB)
+	}
 	patch := map[string]any{
 		"containers": []any{map[string]any{
 			"name":    contract.MainContainer,
-			"command": testjob.Command(r.o.Hold),
+			"command": testjob.Command(r.o.Hold, faultArgs...),
 			"args":    nil,
 			"env":     []any{map[string]any{"name": testjob.HoldEnv, "value": strconv.FormatFloat(r.o.Hold.Seconds(), 'f', -1, 64)}},
 			"volumeMounts": []any{map[string]any{
@@ -401,10 +442,11 @@ func (r *runner) workflow(name, batch string) (*wfv1.Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	runSeconds := int(math.Ceil(r.o.Hold.Seconds()))
+	runSeconds := int(math.Ceil(run.Seconds()))
 	if runSeconds < 1 {
 		runSeconds = 1
 	}
+	annotations[AnnotationRunSeconds] = strconv.Itoa(runSeconds)
 	labels := map[string]string{LabelRun: r.o.RunID, LabelBatch: batch}
 	return &wfv1.Workflow{
 		TypeMeta:   metav1.TypeMeta{APIVersion: contract.ArgoAPIVersion, Kind: "Workflow"},
@@ -416,7 +458,7 @@ func (r *runner) workflow(name, batch string) (*wfv1.Workflow, error) {
 			}},
 			PodMetadata: &wfv1.Metadata{
 				Labels:      labels,
-				Annotations: map[string]string{AnnotationRunSeconds: strconv.Itoa(runSeconds)},
+				Annotations: annotations,
 			},
 			PodSpecPatch: string(pb),
 		},
@@ -445,8 +487,11 @@ func (r *runner) runBatch(ctx context.Context, kind BatchKind, level, index int)
 	}
 	b := &Batch{Kind: kind, Level: level, Index: index, State: st, Predicted: pred}
 	tag := fmt.Sprintf("l%db%d", level, index)
-	if kind == CancelBatch {
+	switch kind {
+	case CancelBatch:
 		tag = "cancel"
+	case FaultBatch:
+		tag = "faults"
 	}
 	starve := pred.Admitted <= 0
 	if r.sampler != nil {
@@ -459,23 +504,41 @@ func (r *runner) runBatch(ctx context.Context, kind BatchKind, level, index int)
 	}
 
 	b.Submitted = r.now()
-	states := make([]*jobState, level)
-	for i := 1; i <= level; i++ {
-		name := fmt.Sprintf("gpv-%s-%s-j%d", r.o.RunID, tag, i)
-		wf, err := r.workflow(name, tag)
-		if err != nil {
-			return b, err
+	var states []*jobState
+	faults := map[int]jobFault{}
+	if kind == FaultBatch {
+		faults = r.setUpFaults(b, tag)
+	}
+	// submit submits jobs from..to (from 1).
+	submit := func(from, to int) error {
+		for i := from; i <= to; i++ {
+			name := jobName(r.o.RunID, tag, i)
+			wf, err := r.workflow(name, tag, faults[i])
+			if err != nil {
+				return err
+			}
+			u, err := toUnstructured(wf)
+			if err != nil {
+				return err
+			}
+			submitted := r.now()
+			if _, err := r.c.Dynamic.Resource(contract.GVRWorkflow).Namespace(r.ns).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
+				return fmt.Errorf("verify: submitting Workflow %s: %w", name, err)
+			}
+			b.Jobs = append(b.Jobs, Job{Name: name, Index: i, Submitted: submitted, Fault: faults[i].kind})
+			states = append(states, &jobState{})
 		}
-		u, err := toUnstructured(wf)
-		if err != nil {
-			return b, err
-		}
-		submitted := r.now()
-		if _, err := r.c.Dynamic.Resource(contract.GVRWorkflow).Namespace(r.ns).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
-			return b, fmt.Errorf("verify: submitting Workflow %s: %w", name, err)
-		}
-		b.Jobs = append(b.Jobs, Job{Name: name, Index: i, Submitted: submitted})
-		states[i-1] = &jobState{}
+		return nil
+	}
+	// A fault batch's crashing job goes first, alone: the others follow
+	// once it runs, so that they run beside it and the extra one waits for
+	// a place.
+	first := level
+	if kind == FaultBatch {
+		first = 1
+	}
+	if err := submit(1, first); err != nil {
+		return b, err
 	}
 
 	cancelAfter := min(max(r.o.Hold/3, time.Second), 20*time.Second)
@@ -497,7 +560,14 @@ func (r *runner) runBatch(ctx context.Context, kind BatchKind, level, index int)
 				return b, err
 			}
 		}
-		if r.batchDone(b, states) {
+		if len(b.Jobs) < level && (!states[0].seenRunning.IsZero() || !b.Jobs[0].Ended.IsZero()) {
+			r.progressf("%s: %s is running; submitting the other %d", b.Label(), b.Jobs[0].Name, level-len(b.Jobs))
+			if err := submit(len(b.Jobs)+1, level); err != nil {
+				return b, err
+			}
+			continue
+		}
+		if len(b.Jobs) == level && r.batchDone(b, states) {
 			break
 		}
 		if starve && now.Sub(b.Submitted) >= r.o.StarveWatch {
@@ -533,10 +603,42 @@ func (r *runner) runBatch(ctx context.Context, kind BatchKind, level, index int)
 	return b, nil
 }
 
+// jobName is a job's Workflow name: gpv-RUN-TAG-jN.
+func jobName(run, tag string, i int) string { return fmt.Sprintf("gpv-%s-%s-j%d", run, tag, i) }
+
+// setUpFaults records a fault batch's set-up in b.Fault and returns the
+// fault of each job by index (from 1): the first crashes; the second, where
+// an earlier job of the run reported a CUDA device, allocates twice its
+// declaration beyond it (1,024 MiB when it declares none).
+func (r *runner) setUpFaults(b *Batch, tag string) map[int]jobFault {
+	f := &Fault{Crash: jobName(r.o.RunID, tag, 1), CrashAfterSeconds: secs(r.o.CrashAfter), ExitCode: testjob.CrashExitCode}
+	b.Fault = f
+	out := map[int]jobFault{1: {kind: FaultCrash, crash: r.o.CrashAfter}}
+	switch {
+	case b.Level < 2:
+		f.OverAllocateSkipped = "the batch has no second job"
+	case !r.sawCUDA && r.logsNote != "":
+		f.OverAllocateSkipped = "no job of this run reported a CUDA device, since none of their outputs could be read: " + r.logsNote
+	case !r.sawCUDA:
+		f.OverAllocateSkipped = "no job of this run reported a CUDA device (they ran the CPU path, or none ran before the fault batch)"
+	default:
+		declared := int64(0)
+		if v, ok := r.p.Variant(r.rep.Template); ok {
+			declared = v.Template.Request.GPUMemoryMiB
+		}
+		alloc := 2 * declared
+		if alloc == 0 {
+			alloc = 1024
+		}
+		f.OverAllocate, f.AllocateMiB, f.DeclaredMiB = jobName(r.o.RunID, tag, 2), alloc, declared
+		out[2] = jobFault{kind: FaultOverAllocate, allocMiB: alloc}
+	}
+	return out
+}
+
 // observe reads the batch's Workflows, pods and Workloads and updates the
 // jobs' stamps. Stamps only move earlier: the first sighting of a state
-// wins, because the simulated node rewrites a container's running stamp
-// when it terminates.
+// wins.
 func (r *runner) observe(ctx context.Context, b *Batch, states []*jobState) error {
 	now := r.now()
 	index := map[string]int{}
@@ -561,12 +663,19 @@ func (r *runner) observe(ctx context.Context, b *Batch, states []*jobState) erro
 		states[i].phase = phase
 		if holdsLock(&wf) {
 			b.Jobs[i].StepStarted = earliest(b.Jobs[i].StepStarted, now)
-		} else if c := b.Cancel; c != nil && c.Job == wf.Name && wf.Status.Phase.Completed() {
+		} else if wf.Status.Phase.Completed() {
+			// Argo releases a finished Workflow's lock when it marks it
+			// final: its finishedAt, else this sighting.
 			released := now
 			if !wf.Status.FinishedAt.IsZero() {
 				released = wf.Status.FinishedAt.Time
 			}
-			c.LockReleased = earliest(c.LockReleased, released)
+			if c := b.Cancel; c != nil && c.Job == wf.Name {
+				c.LockReleased = earliest(c.LockReleased, released)
+			}
+			if f := b.Fault; f != nil && f.Crash == wf.Name && r.rep.Lock != nil {
+				f.LockReleased = earliest(f.LockReleased, released)
+			}
 		}
 		if msg != "" {
 			b.Jobs[i].Message = msg
@@ -755,10 +864,15 @@ func (r *runner) batchDone(b *Batch, states []*jobState) bool {
 	return true
 }
 
-// finalize sets each job's outcome and the cancel's close and hand-off.
+// finalize sets each job's outcome and exit code, and the cancel's close
+// and hand-off.
 func (r *runner) finalize(b *Batch, states []*jobState) {
 	for i := range b.Jobs {
 		j, s := &b.Jobs[i], states[i]
+		j.ExitCode = s.exitCode
+		if j.Result != nil && j.Result.Device == "cuda" {
+			r.sawCUDA = true
+		}
 		switch {
 		case b.Cancel != nil && b.Cancel.Job == j.Name:
 			j.Outcome = Cancelled
@@ -778,6 +892,9 @@ func (r *runner) finalize(b *Batch, states []*jobState) {
 		if j.Outcome == Succeeded && j.Result != nil && j.Result.Check() != nil {
 			j.Outcome = Failed
 		}
+	}
+	if b.Fault != nil {
+		b.Fault.LogsUnreadable = r.logsNote
 	}
 	c := b.Cancel
 	if c == nil {
@@ -829,8 +946,8 @@ func (r *runner) report(b *Batch, states []*jobState, kind BatchKind) {
 		}
 	}
 	what := fmt.Sprintf("level %d, batch %d/%d", b.Level, b.Index, r.o.Batches)
-	if kind == CancelBatch {
-		what = fmt.Sprintf("cancel batch (%d jobs)", b.Level)
+	if kind != LevelBatch {
+		what = b.Label()
 	}
 	line := fmt.Sprintf("%s: %d running, %d waiting, %d done", what, running, waiting, done)
 	if line != r.progress {

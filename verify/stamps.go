@@ -59,6 +59,11 @@ type Job struct {
 	Released time.Time `json:"released,omitzero"`
 
 	Outcome Outcome `json:"outcome"`
+	// ExitCode is the main container's exit code, when it ended.
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	// Fault is the fault the job was made to carry in a fault batch
+	// (FaultCrash, FaultOverAllocate); empty for an ordinary job.
+	Fault string `json:"fault,omitempty"`
 	// Message is Argo's or Kueue's last word on the job, e.g. "Waiting
 	// for experiments/ConfigMap/gpu-semaphores/main lock. Lock status: 0/4".
 	Message string `json:"message,omitempty"`
@@ -117,6 +122,7 @@ type BatchKind string
 const (
 	LevelBatch  BatchKind = "level"
 	CancelBatch BatchKind = "cancel"
+	FaultBatch  BatchKind = "faults"
 )
 
 // Batch is n jobs submitted together.
@@ -142,12 +148,17 @@ type Batch struct {
 	StarveWatchSeconds float64 `json:"starveWatchSeconds,omitempty"`
 	Jobs               []Job   `json:"jobs"`
 	Cancel             *Cancel `json:"cancel,omitempty"`
+	Fault              *Fault  `json:"fault,omitempty"`
 }
 
-// Label is "level 4, batch 2" or "cancel batch".
+// Label is "level 4, batch 2", "cancel batch (5 jobs)" or "fault batch
+// (5 jobs)".
 func (b Batch) Label() string {
-	if b.Kind == CancelBatch {
+	switch b.Kind {
+	case CancelBatch:
 		return "cancel batch (" + itoa(b.Level) + " jobs)"
+	case FaultBatch:
+		return "fault batch (" + itoa(b.Level) + " jobs)"
 	}
 	return "level " + itoa(b.Level) + ", batch " + itoa(b.Index)
 }

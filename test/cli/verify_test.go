@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/test/clustertest"
 )
 
@@ -18,16 +17,9 @@ import (
 // written, the cancel timed), then with the main lock at 1 on the cluster
 // while the policy says 4 (exit 1, naming the disagreement).
 func TestVerifyLocalCluster(t *testing.T) {
-	c := clustertest.Shared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	p, err := policy.Load(filepath.Join(repoRoot, "policies", "lab"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := clustertest.LabUp(ctx, c, p); err != nil {
-		t.Fatal(err)
-	}
+	c, p := labUp(t, ctx)
 
 	dir := filepath.Join(t.TempDir(), "report")
 	code, stdout, stderr := gpupolicy(t, "verify", "--env", "local", "--kubeconfig", c.Kubeconfig(), "--levels", "1,2", "--batches", "1",

@@ -123,11 +123,17 @@ func nothingLeft(t *testing.T, ctx context.Context, c *cluster.Cluster, runID st
 	}
 }
 
-func writeReport(t *testing.T, r *verify.Report) {
-	dir := filepath.Join(t.TempDir(), "report")
+// reportDir is where a test writes its report: a temporary folder, or
+// $GPUPOLICY_VERIFY_REPORT_DIR/TEST (kept, to look at).
+func reportDir(t *testing.T) string {
 	if d := os.Getenv("GPUPOLICY_VERIFY_REPORT_DIR"); d != "" {
-		dir = filepath.Join(d, t.Name())
+		return filepath.Join(d, t.Name())
 	}
+	return filepath.Join(t.TempDir(), "report")
+}
+
+func writeReport(t *testing.T, r *verify.Report) {
+	dir := reportDir(t)
 	if err := verify.WriteDir(dir, r); err != nil {
 		t.Fatal(err)
 	}

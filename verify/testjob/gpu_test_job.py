@@ -35,6 +35,20 @@ Without a CUDA device it runs the same work on the CPU (float32 against
 float64) and says so: "device": "cpu", "note": "no CUDA device; CPU path".
 --matmul-n shrinks the matrix (the JSON says which size ran); it exists to
 keep CPU-only tests fast, and verify never passes it.
+
+Two faults, for `gpupolicy verify --faults` (a job that goes wrong beside
+others; the JSON line is printed before either takes effect):
+
+  --crash-after S   crash S seconds after the checks, instead of holding
+                    for --hold: an uncaught exception, so Python exits 1
+                    (CRASH_EXIT_CODE) with a traceback;
+  --allocate-mib N  after the checks, allocate N MiB more on the GPU and
+                    keep it through the hold: a job using more GPU memory
+                    than it declared, which time-slicing does not stop.
+                    "allocated_extra_mib" says what was allocated; on the
+                    CPU path nothing is ("alloc_note" says so). A failed
+                    allocation (out of memory) gives "alloc_error" and
+                    "ok": false in the line, and exit 1.
 """
 
 import time
@@ -61,6 +75,11 @@ LM_BATCH = 8
 SEED = 0
 
 HOLD_ENV = "GPUPOLICY_TEST_HOLD"
+CRASH_EXIT_CODE = 1
+
+
+class Crash(RuntimeError):
+    """The crash --crash-after asks for."""
 
 
 def parse_seconds(text):
@@ -90,6 +109,17 @@ def parse_seconds(text):
     if num:
         raise ValueError("not a duration: %r (missing unit)" % text)
     return total
+
+
+def seconds_flag(flag, text):
+    """A flag's duration in seconds (parse_seconds), not negative."""
+    try:
+        v = parse_seconds(text)
+    except ValueError as e:
+        raise ValueError("%s: %s" % (flag, e))
+    if v < 0:
+        raise ValueError("%s must not be negative" % flag)
+    return v
 
 
 def rel_err(got, ref):
@@ -155,18 +185,24 @@ def main(argv):
     ap.add_argument("--cpu", action="store_true", help="use the CPU path even if CUDA is present")
     ap.add_argument("--matmul-n", type=int, default=MATMUL_N,
                     help="matrix size (default %d; smaller only to keep CPU tests fast)" % MATMUL_N)
+    ap.add_argument("--crash-after", default=None,
+                    help="crash (uncaught exception, exit %d) this long after the checks instead of holding, in seconds or as 1m30s"
+                         % CRASH_EXIT_CODE)
+    ap.add_argument("--allocate-mib", type=int, default=0,
+                    help="after the checks, allocate this many MiB more on the GPU and keep them through the hold")
     args = ap.parse_args(argv)
     hold_text = args.hold if args.hold is not None else os.environ.get(HOLD_ENV, "0")
     try:
-        hold = parse_seconds(hold_text)
+        hold = seconds_flag("--hold", hold_text)
+        crash_after = None if args.crash_after is None else seconds_flag("--crash-after", args.crash_after)
     except ValueError as e:
-        print("gpu_test_job: --hold: %s" % e, file=sys.stderr)
-        return 2
-    if hold < 0:
-        print("gpu_test_job: --hold must not be negative", file=sys.stderr)
+        print("gpu_test_job: %s" % e, file=sys.stderr)
         return 2
     if args.matmul_n < 1:
         print("gpu_test_job: --matmul-n must be positive", file=sys.stderr)
+        return 2
+    if args.allocate_mib < 0:
+        print("gpu_test_job: --allocate-mib must not be negative", file=sys.stderr)
         return 2
     n = args.matmul_n
 
@@ -247,18 +283,40 @@ def main(argv):
         "hold_s": hold,
         "ok": ok,
     })
+    if crash_after is not None:
+        out["crash_after_s"] = crash_after
+    extra = None
+    if args.allocate_mib > 0:
+        if dev.type == "cuda":
+            try:
+                # Touched, so the memory is really taken on the card.
+                extra = torch.ones(args.allocate_mib * 2**20, dtype=torch.uint8, device=dev)
+                sync()
+                out["allocated_extra_mib"] = args.allocate_mib
+            except RuntimeError as e:
+                out["alloc_error"] = str(e).splitlines()[0]
+                out["ok"] = ok = False
+        else:
+            out["alloc_note"] = "no CUDA device: --allocate-mib %d not allocated" % args.allocate_mib
     if dev.type == "cuda":
         out["gpu_mem_allocated_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
     print(json.dumps(out, sort_keys=True), flush=True)
+    if "alloc_error" in out:
+        print("gpu_test_job: --allocate-mib %d failed: %s" % (args.allocate_mib, out["alloc_error"]), file=sys.stderr)
+        return 1
     if not ok:
         print("gpu_test_job: check failed: matmul_rel_err=%g (bound %g), lm_rel_err=%g (bound %g)"
               % (matmul_err, MATMUL_BOUND, lm_err, LM_BOUND), file=sys.stderr)
         return 1
+    if crash_after is not None:
+        # Hold the GPU as a running job does, then crash mid-run.
+        time.sleep(crash_after)
+        raise Crash("gpupolicy test job: crashing %s s after its checks, as --crash-after asks" % crash_after)
     if hold > 0:
         # Keep the CUDA context and the tensors alive: the job holds its share
         # of the card, idle, as the lab's test runs did.
         time.sleep(hold)
-        del a, b, c, logits
+        del a, b, c, logits, extra
     return 0
 
 

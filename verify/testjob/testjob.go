@@ -3,7 +3,9 @@
 // matrix multiply and a tiny in-process language model's forward pass on the
 // GPU, each checked against a float64 CPU reference (relative error ≤ 1e-3
 // with TF32 off). It prints one JSON line with its own start and end stamps
-// and GPU timings, then holds the GPU idle for --hold seconds.
+// and GPU timings, then holds the GPU idle for --hold seconds. For verify
+// --faults it can crash mid-run (--crash-after) or allocate GPU memory
+// beyond its declaration (--allocate-mib).
 //
 // The script ships to pods in a ConfigMap (ConfigMapName, key ScriptKey, in
 // each job namespace) mounted at MountDir; Command is the container command
@@ -51,11 +53,28 @@ const (
 // ScriptPath is the script's path inside the container.
 const ScriptPath = MountDir + "/" + ScriptKey
 
+// CrashExitCode is the test job's exit code when it crashes on purpose
+// (--crash-after): Python's for an uncaught exception.
+const CrashExitCode = 1
+
 // Command is the container command that runs the script and then holds the
-// GPU for hold.
-func Command(hold time.Duration) []string {
-	return []string{"python3", ScriptPath, "--hold", strconv.FormatFloat(hold.Seconds(), 'f', -1, 64)}
+// GPU for hold; faults adds the fault flags (CrashArgs, AllocateArgs).
+func Command(hold time.Duration, faults ...string) []string {
+	return append([]string{"python3", ScriptPath, "--hold", seconds(hold)}, faults...)
 }
+
+// CrashArgs make the job crash after seconds after its checks, instead of
+// holding: an uncaught exception, exit CrashExitCode.
+func CrashArgs(after time.Duration) []string { return []string{"--crash-after", seconds(after)} }
+
+// AllocateArgs make the job allocate mib MiB more on the GPU after its
+// checks and keep them through the hold (beyond what it declares; nothing
+// on the CPU path).
+func AllocateArgs(mib int64) []string {
+	return []string{"--allocate-mib", strconv.FormatInt(mib, 10)}
+}
+
+func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
 
 // Result is the script's JSON line.
 type Result struct {
@@ -79,6 +98,15 @@ type Result struct {
 	OK           bool    `json:"ok"`
 	// GPUMemAllocatedMiB is PyTorch's peak allocation on the card (CUDA only).
 	GPUMemAllocatedMiB float64 `json:"gpu_mem_allocated_mib,omitempty"`
+	// CrashAfterS is --crash-after: the job crashes that long after its
+	// checks.
+	CrashAfterS *float64 `json:"crash_after_s,omitempty"`
+	// AllocatedExtraMiB is what --allocate-mib allocated on the card;
+	// AllocNote says why nothing was (the CPU path), AllocError why the
+	// allocation failed (out of memory).
+	AllocatedExtraMiB float64 `json:"allocated_extra_mib,omitempty"`
+	AllocNote         string  `json:"alloc_note,omitempty"`
+	AllocError        string  `json:"alloc_error,omitempty"`
 }
 
 // StartTime and EndTime convert the job's own stamps.

@@ -190,3 +190,73 @@ func TestCommand(t *testing.T) {
 		t.Errorf("Command = %q", got)
 	}
 }
+
+// TestScriptCrash: --crash-after makes the job print its JSON line, then
+// crash with an uncaught exception (exit CrashExitCode) after that long,
+// without holding for --hold.
+func TestScriptCrash(t *testing.T) {
+	needTorch(t)
+	cmd := exec.Command(systemPython, "gpu_test_job.py", "--cpu", "--matmul-n", "256", "--hold", "60", "--crash-after", "1.5")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	done := float64(time.Now().UnixNano()) / 1e9
+	var ee *exec.ExitError
+	if !asExit(err, &ee) || ee.ExitCode() != CrashExitCode {
+		t.Fatalf("--crash-after 1.5: %v, want exit %d; stderr %s", err, CrashExitCode, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "Traceback") || !strings.Contains(stderr.String(), "as --crash-after asks") {
+		t.Errorf("stderr lacks the crash's traceback: %s", stderr.String())
+	}
+	r, err := ParseLog(stdout.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.CrashAfterS == nil || *r.CrashAfterS != 1.5 {
+		t.Errorf("crash_after_s = %v, want 1.5", r.CrashAfterS)
+	}
+	if err := r.Check(); err != nil {
+		t.Errorf("the crashing job's own checks: %v", err)
+	}
+	if d := done - r.End; d < 1.5 || d > 30 {
+		t.Errorf("exited %.2f s after its end stamp, want 1.5 s (the crash), not the 60 s hold", d)
+	}
+}
+
+// TestScriptAllocateCPU: on the CPU path --allocate-mib allocates nothing
+// and says so; the job otherwise passes.
+func TestScriptAllocateCPU(t *testing.T) {
+	needTorch(t)
+	out, err := exec.Command(systemPython, "gpu_test_job.py", "--cpu", "--matmul-n", "256", "--hold", "0", "--allocate-mib", "2048").Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	r, err := ParseLog(string(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.AllocatedExtraMiB != 0 || !strings.Contains(r.AllocNote, "no CUDA device: --allocate-mib 2048 not allocated") {
+		t.Errorf("allocated %v MiB, note %q; want none, said so", r.AllocatedExtraMiB, r.AllocNote)
+	}
+	if err := r.Check(); err != nil {
+		t.Errorf("check: %v", err)
+	}
+}
+
+func TestFaultArgs(t *testing.T) {
+	got := strings.Join(Command(5*time.Second, append(CrashArgs(2500*time.Millisecond), AllocateArgs(2048)...)...), " ")
+	if got != "python3 /opt/gpupolicy-test-job/gpu_test_job.py --hold 5 --crash-after 2.5 --allocate-mib 2048" {
+		t.Errorf("Command = %q", got)
+	}
+	if _, err := os.Stat(systemPython); err != nil {
+		t.Skip(err)
+	}
+	// Refused before torch is imported: exit 2.
+	for _, bad := range [][]string{{"--crash-after", "soon"}, {"--crash-after", "-1"}, {"--allocate-mib", "-5"}} {
+		err := exec.Command(systemPython, append([]string{"gpu_test_job.py", "--hold", "0"}, bad...)...).Run()
+		var ee *exec.ExitError
+		if !asExit(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("%v: %v, want exit 2", bad, err)
+		}
+	}
+}
