@@ -1,11 +1,13 @@
 package status
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -153,14 +155,39 @@ func only(t *testing.T, r *Report, wf string) Verdict {
 	return Verdict{}
 }
 
-func TestSevenBStarvesBatch(t *testing.T) {
-	w := newWorld(t, true)
-	last := t0.Add(-20 * time.Minute)
+// lastActivity sets where the 7B's last request is read (the lab's policy
+// does not say: the write-ups do not name the 7B's idle scaler).
+func (w *world) lastActivity(la policy.LastActivity) {
+	s := w.p.Services["qwen2-5-7b"]
+	s.LastActivity = la
+	w.p.Services["qwen2-5-7b"] = s
+}
+
+func (w *world) podNamed(name string) *corev1.Pod {
 	for i := range w.o.Pods {
-		if w.o.Pods[i].Name == "qwen2-5-7b" {
-			w.o.Pods[i].Annotations[AnnotationLastRequest] = last.Format(time.RFC3339)
+		if w.o.Pods[i].Name == name {
+			return &w.o.Pods[i]
 		}
 	}
+	w.t.Fatalf("no pod %s", name)
+	return nil
+}
+
+func (w *world) service(r *Report, name string) ServiceStatus {
+	for _, s := range r.Services {
+		if s.Name == name {
+			return s
+		}
+	}
+	w.t.Fatalf("no service %s in %+v", name, r.Services)
+	return ServiceStatus{}
+}
+
+func TestSevenBStarvesBatch(t *testing.T) {
+	w := newWorld(t, true)
+	w.lastActivity(policy.LastActivity{On: policy.LastActivityOnPod, Annotation: "lab.internal/last-request", Format: policy.TimeRFC3339})
+	last := t0.Add(-20 * time.Minute)
+	w.podNamed("qwen2-5-7b").Annotations["lab.internal/last-request"] = last.Format(time.RFC3339)
 	w.job("b1", "batch", "kueue", t0.Add(-time.Minute), time.Time{})
 	r := w.analyze(0)
 	v := only(t, r, "b1")
@@ -170,24 +197,87 @@ func TestSevenBStarvesBatch(t *testing.T) {
 	if v.Quota.Available["gpupolicy.dev/gpu-memory"] != "404Mi" || v.Quota.Holders[0].Service != "qwen2-5-7b" || !v.Quota.Holders[0].Borrowing {
 		t.Errorf("quota %+v", v.Quota)
 	}
-	if v.Until.Kind != UntilScaleDown || !v.Until.At.Equal(last.Add(time.Hour)) || !v.Until.WhileRequestsArrive || !v.Stuck {
+	if v.Until.Kind != UntilScaleDown || !v.Until.At.Equal(last.Add(time.Hour)) || !v.Until.WhileRequestsArrive || v.Until.By != "qwen2-5-7b" || !v.Stuck {
 		t.Errorf("until %+v stuck %v", v.Until, v.Stuck)
 	}
 	if !strings.Contains(v.Until.Words, "14:40:00 UTC") || !strings.Contains(v.Until.Words, "indefinitely while requests keep arriving") {
 		t.Errorf("until words %q", v.Until.Words)
+	}
+	s := w.service(r, "qwen2-5-7b")
+	if s.LastRequest == nil || !s.LastRequest.Equal(last) || s.LastRequestFrom != "annotation lab.internal/last-request (RFC 3339) on pod llm/qwen2-5-7b" {
+		t.Errorf("service %+v", s)
 	}
 	if r.Predictions[0].Words != "gpu-step-no-cache at batch, qwen2-5-7b up: running 0 of a predicted 0 (quota), 1 waiting" {
 		t.Errorf("prediction %q", r.Predictions[0].Words)
 	}
 }
 
-func TestSevenBWithoutLastRequest(t *testing.T) {
+// The lab's policy says nothing of where the 7B's last request is read:
+// status reads no annotation of its own choosing, and says so.
+func TestSevenBLastActivityNotInPolicy(t *testing.T) {
 	w := newWorld(t, true)
+	// An annotation status once read by convention: ignored now.
+	w.podNamed("qwen2-5-7b").Annotations["gpupolicy.dev/last-request"] = t0.Add(-5 * time.Minute).Format(time.RFC3339)
 	w.job("b1", "batch", "kueue", t0.Add(-time.Minute), time.Time{})
-	v := only(t, w.analyze(-1), "b1")
-	// Up since two hours ago, last request unknown: it could scale down now
-	// at the earliest.
-	if v.Until.Kind != UntilScaleDown || !v.Until.At.Equal(t0) || !strings.Contains(v.Until.Words, "last request unknown") {
+	r := w.analyze(-1)
+	v := only(t, r, "b1")
+	// Up since two hours ago: it could scale down now at the earliest.
+	if v.Until.Kind != UntilScaleDown || !v.Until.At.Equal(t0) || !strings.Contains(v.Until.Words, "last activity unknown: the policy does not say where to read it") {
+		t.Errorf("until %+v", v.Until)
+	}
+	if s := w.service(r, "qwen2-5-7b"); s.LastRequest != nil || s.LastRequestFrom != "last activity unknown: the policy does not say where to read it" {
+		t.Errorf("service %+v", s)
+	}
+}
+
+// The policy names an annotation the pod lacks: unknown, and where it
+// looked.
+func TestSevenBLastActivityAbsent(t *testing.T) {
+	w := newWorld(t, true)
+	w.lastActivity(policy.LastActivity{On: policy.LastActivityOnPod, Annotation: "lab.internal/last-request", Format: policy.TimeRFC3339})
+	w.podNamed("qwen2-5-7b").Annotations["lab.internal/last-request"] = "yesterday"
+	w.job("b1", "batch", "kueue", t0.Add(-time.Minute), time.Time{})
+	r := w.analyze(-1)
+	v := only(t, r, "b1")
+	if !strings.Contains(v.Until.Words, "last activity unknown: pod llm/qwen2-5-7b: unreadable") {
+		t.Errorf("until %+v", v.Until)
+	}
+	if s := w.service(r, "qwen2-5-7b"); s.LastRequest != nil || s.LastRequestFrom != "last activity unknown: pod llm/qwen2-5-7b: unreadable" {
+		t.Errorf("service %+v", s)
+	}
+	if len(r.Notes) == 0 || !strings.Contains(strings.Join(r.Notes, "\n"), `annotation lab.internal/last-request (RFC 3339) on pod llm/qwen2-5-7b: "yesterday" is not an RFC 3339 time`) {
+		t.Errorf("notes %q", r.Notes)
+	}
+	// No value at all: where it looked.
+	delete(w.podNamed("qwen2-5-7b").Annotations, "lab.internal/last-request")
+	r = w.analyze(-1)
+	if s := w.service(r, "qwen2-5-7b"); s.LastRequestFrom != "last activity unknown: no annotation lab.internal/last-request (RFC 3339) on pod llm/qwen2-5-7b" {
+		t.Errorf("service %+v", s)
+	}
+}
+
+// The 7B as a Deployment whose idle scaler stamps a label in Unix seconds:
+// read through the pod's ReplicaSet.
+func TestSevenBLastActivityOnDeployment(t *testing.T) {
+	w := newWorld(t, true)
+	w.lastActivity(policy.LastActivity{On: policy.LastActivityOnDeployment, Label: "lab.internal/last-request", Format: policy.TimeUnix})
+	last := t0.Add(-10 * time.Minute)
+	yes := true
+	pod := w.podNamed("qwen2-5-7b")
+	pod.Annotations["lab.internal/last-request"] = t0.Format(time.RFC3339) // on the pod: not where the policy says
+	pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "qwen2-5-7b-6d5f", Controller: &yes}}
+	rs := appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "qwen2-5-7b-6d5f",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "qwen2-5-7b", Controller: &yes}}}}
+	d := appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "qwen2-5-7b",
+		Labels: map[string]string{"lab.internal/last-request": fmt.Sprint(last.Unix())}}}
+	w.o.ReplicaSets, w.o.Deployments = []appsv1.ReplicaSet{rs}, []appsv1.Deployment{d}
+	w.job("b1", "batch", "kueue", t0.Add(-time.Minute), time.Time{})
+	r := w.analyze(-1)
+	s := w.service(r, "qwen2-5-7b")
+	if s.LastRequest == nil || !s.LastRequest.Equal(last) || s.LastRequestFrom != "label lab.internal/last-request (Unix seconds) on Deployment llm/qwen2-5-7b" {
+		t.Fatalf("service %+v", s)
+	}
+	if v := only(t, r, "b1"); !v.Until.At.Equal(last.Add(time.Hour)) {
 		t.Errorf("until %+v", v.Until)
 	}
 }
@@ -211,23 +301,81 @@ func TestLockHeldByHeldJobs(t *testing.T) {
 	}
 }
 
-func TestQuotaFullUntilTimeLimit(t *testing.T) {
+// Four batch jobs run on the quota (shares and host memory bind at four,
+// explain's prediction with the 7B down); a fifth that Kueue holds is
+// simply next in line: it starts when the first of them ends.
+func TestNextInLineInKueue(t *testing.T) {
 	w := newWorld(t, false)
-	w.o.LockSizes["main"] = 8
 	for i, n := range []string{"r1", "r2", "r3", "r4"} {
 		w.job(n, "batch", "running", t0.Add(-30*time.Minute), t0.Add(time.Duration(-20+i)*time.Minute))
+	}
+	w.job("q5", "batch", "kueue", t0.Add(-2*time.Minute), time.Time{})
+	w.job("q6", "batch", "kueue", t0.Add(-time.Minute), time.Time{})
+	r := w.analyze(4)
+	v := only(t, r, "q5")
+	if v.Where != InKueue || v.Reason != ReasonNextInLine || strings.Join(v.Quota.Binding, ",") != "nvidia.com/gpu,memory" || v.Stuck {
+		t.Fatalf("verdict %+v quota %+v", v, v.Quota)
+	}
+	if v.Until.Kind != UntilTimeLimit || !v.Until.At.Equal(t0.Add(40*time.Minute)) || v.Until.By != "Workflow r1" || !strings.Contains(v.Until.Words, "Workflow r1 reaches its 3,600 s time limit") {
+		t.Errorf("until %+v", v.Until)
+	}
+	if !strings.HasPrefix(v.Summary, "next in line in Kueue: gpu-general is short of nvidia.com/gpu (asks 1 share, 0 shares left), memory (asks 2,048 MiB, 0 MiB left), used within its nominal quota by running jobs of its own queue; it starts when Workflow r1 ends") {
+		t.Errorf("summary %q", v.Summary)
+	}
+	if ev := strings.Join(v.Evidence, "\n"); !strings.Contains(ev, "running jobs of gpu-general hold nvidia.com/gpu, memory within its nominal quota; it is admitted when Workflow r1 (time limit at 14:40:00 UTC) ends") {
+		t.Errorf("evidence %s", ev)
+	}
+	// The second waits for the second end: the first freed slot is q5's.
+	v6 := only(t, r, "q6")
+	if v6.Reason != ReasonNextInLine || v6.Quota.Ahead != 1 || !v6.Until.At.Equal(t0.Add(41*time.Minute)) || v6.Until.By != "Workflow r2" {
+		t.Errorf("q6 %+v until %+v", v6, v6.Until)
+	}
+	if !strings.HasSuffix(v6.Summary, "it starts when Workflow r2 ends, after the 1 Workload(s) ahead of it in Kueue's order") ||
+		!strings.Contains(v6.Until.Words, "after the 1 Workload(s) ahead of it take the room freed before") {
+		t.Errorf("q6 summary %q until %q", v6.Summary, v6.Until.Words)
+	}
+	if !r.Predictions[0].Agrees || r.Predictions[0].Running != 4 || r.IsStuck() {
+		t.Errorf("predictions %+v", r.Predictions)
+	}
+}
+
+// Next in line, but the running job's time limit passed minutes ago and
+// Kueue still holds the job: stuck beyond the prediction.
+func TestNextInLineOverdue(t *testing.T) {
+	w := newWorld(t, false)
+	for i, n := range []string{"r1", "r2", "r3", "r4"} {
+		w.job(n, "batch", "running", t0.Add(-90*time.Minute), t0.Add(time.Duration(-65+i)*time.Minute))
+	}
+	w.job("q5", "batch", "kueue", t0.Add(-2*time.Minute), time.Time{})
+	r := w.analyze(4)
+	v := only(t, r, "q5")
+	if v.Reason != ReasonNextInLine || !v.Stuck || !r.IsStuck() || !strings.HasPrefix(v.Summary, "waits longer than the policy predicts: Workflow r1 should have freed gpu-general at 13:55:00 UTC (5m0s ago)") {
+		t.Errorf("verdict %+v", v)
+	}
+}
+
+// The quota full with Workloads that have no time limit (pods submitted to
+// the queue outside Argo): Kueue holds the job on the binding resources,
+// and nothing bounds the wait.
+func TestQuotaFullWithoutEnd(t *testing.T) {
+	w := newWorld(t, false)
+	req := w.p.Templates["gpu-step"].Request
+	for _, n := range []string{"nb1", "nb2", "nb3", "nb4"} {
+		w.pod("experiments", n, "", corev1.PodRunning)
+		w.workload("experiments", n, "gpu-general", "batch", req, t0.Add(-time.Hour), true)
 	}
 	w.job("q5", "batch", "kueue", t0.Add(-time.Minute), time.Time{})
 	r := w.analyze(4)
 	v := only(t, r, "q5")
-	if strings.Join(v.Quota.Binding, ",") != "nvidia.com/gpu,memory" || v.Stuck {
+	if v.Reason != ReasonQuota || strings.Join(v.Quota.Binding, ",") != "nvidia.com/gpu,memory" || !v.Stuck || v.Until.Kind != UntilNever {
 		t.Fatalf("verdict %+v quota %+v", v, v.Quota)
 	}
-	if v.Until.Kind != UntilTimeLimit || !v.Until.At.Equal(t0.Add(40*time.Minute)) || !strings.Contains(v.Until.Words, "Workflow r1 reaches its 3,600 s time limit") {
-		t.Errorf("until %+v", v.Until)
+	var names []string
+	for _, h := range v.Quota.Holders {
+		names = append(names, h.Name)
 	}
-	if !r.Predictions[0].Agrees || r.Predictions[0].Running != 4 || r.IsStuck() {
-		t.Errorf("predictions %+v", r.Predictions)
+	if got := strings.Join(names, ","); !strings.Contains(got, "Workload experiments/pod-nb1-abcde") || !strings.Contains(got, "embed") {
+		t.Errorf("holders %s", got)
 	}
 }
 

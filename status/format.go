@@ -67,8 +67,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		if s.Since != nil {
 			line += " since " + s.Since.Format("15:04:05")
 		}
+		if s.LastRequest != nil {
+			line += ", last request " + s.LastRequest.Format("15:04:05")
+		}
 		if s.ScaleDownAt != nil {
 			line += ", scales down at " + s.ScaleDownAt.Format("15:04:05") + " unless a request comes"
+		}
+		if s.Up && s.LastRequest == nil && s.LastRequestFrom != "" {
+			line += " (" + s.LastRequestFrom + ")"
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,12 +20,6 @@ import (
 	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/verify"
 )
-
-// AnnotationLastRequest is where status reads an on-demand service's last
-// request: an RFC 3339 time on the service's pod, written by whatever
-// routes requests to it (the gateway that wakes the 7B). Without it,
-// status knows only when the service came up.
-const AnnotationLastRequest = "gpupolicy.dev/last-request"
 
 // Observed is what status reads from the cluster: the objects behind every
 // verdict. Analyze needs nothing else, so tests build it by hand.
@@ -45,6 +40,12 @@ type Observed struct {
 	LockSizes map[string]int64
 	// State is which on-demand services are up (verify.ReadState's rule).
 	State verify.State
+	// ReplicaSets and Deployments are those in the namespaces of the
+	// on-demand services whose last request the policy reads from the
+	// Deployment that owns the service's pod (lastActivity.on
+	// "deployment"); empty otherwise.
+	ReplicaSets []appsv1.ReplicaSet
+	Deployments []appsv1.Deployment
 }
 
 // Clients are the API clients status reads through (get and list only).
@@ -96,6 +97,18 @@ func Read(ctx context.Context, c Clients, p *policy.Policy) (*Observed, error) {
 			}
 		}
 	}
+	for _, ns := range deploymentNamespaces(p) {
+		rs, err := c.Kube.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading ReplicaSets in %s (the policy reads a service's last request from its Deployment): %w", ns, err)
+		}
+		o.ReplicaSets = append(o.ReplicaSets, rs.Items...)
+		ds, err := c.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading Deployments in %s (the policy reads a service's last request from its Deployment): %w", ns, err)
+		}
+		o.Deployments = append(o.Deployments, ds.Items...)
+	}
 	pods, err := c.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading pods: %w", err)
@@ -108,6 +121,19 @@ func Read(ctx context.Context, c Clients, p *policy.Policy) (*Observed, error) {
 		}
 	}
 	return o, nil
+}
+
+// deploymentNamespaces are the namespaces of the on-demand services whose
+// last request is read from a Deployment, sorted.
+func deploymentNamespaces(p *policy.Policy) []string {
+	nss := sets.New[string]()
+	for _, n := range p.ServiceNames() {
+		s := p.Services[n]
+		if s.Mode == policy.OnDemand && s.LastActivity.Known() && s.LastActivity.On == policy.LastActivityOnDeployment {
+			nss.Insert(s.Namespace)
+		}
+	}
+	return sets.List(nss)
 }
 
 // podRequests sums a pod's container requests.

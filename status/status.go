@@ -39,10 +39,16 @@ const (
 	// jobs whose pods Kueue holds (a lock larger than what the queue
 	// admits).
 	ReasonLockCapacity = "lock-capacity"
-	// ReasonNextInLine: the job waits at a lock held by running jobs: the
-	// ordinary wait for a slot.
+	// ReasonNextInLine: the ordinary wait for a turn. At a lock: its slots
+	// are held by running jobs. In Kueue: the job's Workload waits only
+	// for running jobs of its own ClusterQueue, within the queue's nominal
+	// quota, to end (Kueue's "insufficient unused quota"): it is admitted
+	// when the earliest of them (after the Workloads ahead of it) ends.
 	ReasonNextInLine = "next-in-line"
-	// ReasonQuota: Kueue holds the job's pod: the queue's quota is used up.
+	// ReasonQuota: Kueue holds the job's pod and the quota it needs is
+	// held by something other than its queue's running jobs (a service,
+	// a borrower, a Workload with no time limit): the binding resource
+	// and its holders say who.
 	ReasonQuota = "quota"
 	// ReasonPreempting: Kueue admits the job by evicting others.
 	ReasonPreempting = "preempting"
@@ -92,13 +98,17 @@ type ServiceStatus struct {
 	Name string `json:"name"`
 	Mode string `json:"mode"`
 	Up   bool   `json:"up"`
-	// Since is when its Workload got quota; LastRequest its last request
-	// (AnnotationLastRequest); ScaleDownAt when it scales to zero if no
-	// request comes (on-demand, up).
+	// Since is when its Workload got quota; LastRequest its last request,
+	// read where the policy's lastActivity says; ScaleDownAt when it
+	// scales to zero if no request comes (on-demand, up).
 	Since       *time.Time `json:"since,omitempty"`
 	LastRequest *time.Time `json:"lastRequest,omitempty"`
-	ScaleDownAt *time.Time `json:"scaleDownAt,omitempty"`
-	Evidence    string     `json:"evidence,omitempty"`
+	// LastRequestFrom says where LastRequest was read ("annotation
+	// lab.internal/last-request (RFC 3339) on pod llm/qwen2-5-7b"), or
+	// lastActivityUnknown when the policy does not say (on-demand only).
+	LastRequestFrom string     `json:"lastRequestFrom,omitempty"`
+	ScaleDownAt     *time.Time `json:"scaleDownAt,omitempty"`
+	Evidence        string     `json:"evidence,omitempty"`
 }
 
 // Amount is one resource's use against its quota, as Kubernetes
@@ -244,8 +254,11 @@ type Until struct {
 	At   *time.Time `json:"at,omitempty"`
 	// WhileRequestsArrive: each request to the service pushes At later, so
 	// steady requests hold the job off indefinitely.
-	WhileRequestsArrive bool   `json:"whileRequestsArrive"`
-	Words               string `json:"words"`
+	WhileRequestsArrive bool `json:"whileRequestsArrive"`
+	// By names what ends at At: "Workflow line-1" (a running job's time
+	// limit) or a service ("qwen2-5-7b", its scale-down).
+	By    string `json:"by,omitempty"`
+	Words string `json:"words"`
 }
 
 // Comparison is the cluster now against explain's prediction for one
@@ -297,4 +310,6 @@ type holder struct {
 	end     *time.Time
 	endKind string
 	endWhat string
+	// endBy names it in Until.By.
+	endBy string
 }

@@ -9,6 +9,7 @@ package status_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -59,12 +60,16 @@ func allStarted(r *status.Report) bool {
 	return true
 }
 
-// lab deploys the lab with the main lock at lock, always-on models up, the
-// 7B down, and nothing left of an earlier test.
+// lab deploys the lab with the main lock at lock (0: as policies/lab has
+// it, no lock: Kueue alone gates), always-on models up, the 7B down, and
+// nothing left of an earlier test.
 func lab(t *testing.T, ctx context.Context, lock int64) (*cluster.Cluster, *policy.Policy) {
 	t.Helper()
 	c := clustertest.Shared(t)
-	p := clustertest.WithLock(labPolicy(t), "main", lock)
+	p := labPolicy(t)
+	if lock > 0 {
+		p = clustertest.WithLock(p, "main", lock)
+	}
 	if err := clustertest.LabUp(ctx, c, p); err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +87,14 @@ func cleanup(t *testing.T, c *cluster.Cluster, p *policy.Policy) {
 	_ = c.Dynamic().Resource(contract.GVRWorkflow).Namespace(jobNS).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, sel)
 	_ = c.Clientset().CoreV1().Pods(jobNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, sel)
 	_ = c.Clientset().CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, sel)
+	llm := p.Services[sevenB].Namespace
+	_ = c.Clientset().AppsV1().Deployments(llm).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, sel)
 	if err := clustertest.StopService(ctx, c, p, sevenB); err != nil {
 		t.Error(err)
 	}
 	err := clustertest.Poll(ctx, "test pods gone", func(ctx context.Context) (bool, error) {
 		n := 0
-		for _, ns := range []string{jobNS, "default"} {
+		for _, ns := range []string{jobNS, "default", llm} {
 			l, err := c.Clientset().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err
@@ -174,13 +181,30 @@ func count(r *status.Report, reason string) int {
 	return n
 }
 
-// upSevenB starts the 7B and stamps its last request.
+// lastRequestKey is where the tests' idle scaler (standing in for the
+// gateway that wakes the 7B) records its last request. policies/lab names
+// none: the write-ups do not say what records it.
+const lastRequestKey = "lab.internal/last-request"
+
+// withLastActivity returns a copy of p whose 7B's last request is read
+// where la says.
+func withLastActivity(p *policy.Policy, la policy.LastActivity) *policy.Policy {
+	q := *p
+	q.Services = maps.Clone(p.Services)
+	s := q.Services[sevenB]
+	s.LastActivity = la
+	q.Services[sevenB] = s
+	return &q
+}
+
+// upSevenB starts the 7B as a pod and stamps its last request in the
+// annotation lastRequestKey on it, as p's lastActivity says.
 func upSevenB(t *testing.T, ctx context.Context, c *cluster.Cluster, p *policy.Policy, last time.Time) {
 	t.Helper()
 	if err := clustertest.StartService(ctx, c, p, sevenB); err != nil {
 		t.Fatal(err)
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, status.AnnotationLastRequest, last.UTC().Format(time.RFC3339))
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, lastRequestKey, last.UTC().Format(time.RFC3339))
 	if _, err := c.Clientset().CoreV1().Pods(p.Services[sevenB].Namespace).Patch(ctx, sevenB, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +216,7 @@ func upSevenB(t *testing.T, ctx context.Context, c *cluster.Cluster, p *policy.P
 func TestSevenBStarvesBatch(t *testing.T) {
 	ctx := context.Background()
 	c, p := lab(t, ctx, 4)
+	p = withLastActivity(p, policy.LastActivity{On: policy.LastActivityOnPod, Annotation: lastRequestKey, Format: policy.TimeRFC3339})
 	last := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
 	upSevenB(t, ctx, c, p, last)
 	submit(t, ctx, c, "starved-1", "batch", 600)
@@ -224,8 +249,13 @@ func TestSevenBStarvesBatch(t *testing.T) {
 	if v.Until.Kind != status.UntilScaleDown || v.Until.At == nil || !v.Until.At.Equal(want) || !v.Until.WhileRequestsArrive {
 		t.Errorf("until = %+v, want the scale-down at %s while requests arrive", v.Until, want.UTC())
 	}
-	if !strings.Contains(v.Until.Words, "indefinitely while requests keep arriving") || !strings.Contains(v.Until.Words, want.UTC().Format("15:04:05")) {
-		t.Errorf("until words = %q", v.Until.Words)
+	if !strings.Contains(v.Until.Words, "indefinitely while requests keep arriving") || !strings.Contains(v.Until.Words, want.UTC().Format("15:04:05")) || v.Until.By != sevenB {
+		t.Errorf("until words = %q by %q", v.Until.Words, v.Until.By)
+	}
+	for _, s := range r.Services {
+		if s.Name == sevenB && (s.LastRequest == nil || !s.LastRequest.Equal(last) || s.LastRequestFrom != "annotation "+lastRequestKey+" (RFC 3339) on pod llm/"+sevenB) {
+			t.Errorf("7B: last request %v from %q, want %s from the annotation on its pod", s.LastRequest, s.LastRequestFrom, last.UTC())
+		}
 	}
 	if !v.Stuck || !r.IsStuck() {
 		t.Error("a starved job must be stuck (exit 1)")
@@ -276,64 +306,152 @@ func TestLockHeldByHeldJobs(t *testing.T) {
 	}
 }
 
-// The quota full: the lock (8) above what the queue admits, four batch jobs
-// run on shares and host memory, the fifth waits in Kueue until the first
-// running job's time limit at the latest.
+// earliestDeadline is the first running job's time limit, and its
+// Workflow.
+func earliestDeadline(r *status.Report) (*time.Time, string) {
+	var first *time.Time
+	var wf string
+	for _, j := range r.Running {
+		if j.Deadline != nil && (first == nil || j.Deadline.Before(*first)) {
+			first, wf = j.Deadline, j.Workflow
+		}
+	}
+	return first, wf
+}
+
+// notebook runs a pod through the general queue's LocalQueue at batch
+// priority with a GPU step's request and no time limit, as a notebook
+// started by hand in the experiments namespace would.
+func notebook(t *testing.T, ctx context.Context, c *cluster.Cluster, p *policy.Policy, name string) {
+	t.Helper()
+	tmpl := p.Templates["gpu-step"]
+	rl := corev1.ResourceList{}
+	for _, k := range policy.Kinds {
+		rl[corev1.ResourceName(p.Resource(k))] = k.Quantity(tmpl.Request.Get(k))
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: jobNS, Labels: map[string]string{testLabel: "1",
+			contract.LabelKueueQueue: p.Queues[tmpl.Queue].LocalQueue, contract.LabelKueuePriority: "batch"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "lab.local/notebook:latest",
+			Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}}},
+	}
+	if _, err := c.Clientset().CoreV1().Pods(jobNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The quota full with the binding resource named: four pods with no time
+// limit (notebooks started through the queue) hold the shares and host
+// memory the always-on models leave; a batch job waits in Kueue, and
+// nothing the policy bounds frees it.
 func TestQuotaFull(t *testing.T) {
 	ctx := context.Background()
-	c, p := lab(t, ctx, 8)
-	for i := 1; i <= 5; i++ {
-		submit(t, ctx, c, fmt.Sprintf("full-%d", i), "batch", 600)
+	c, p := lab(t, ctx, 0)
+	for i := 1; i <= 4; i++ {
+		notebook(t, ctx, c, p, fmt.Sprintf("notebook-%d", i))
 	}
-	r := await(t, ctx, c, p, "four running, one held by Kueue", func(r *status.Report) bool {
-		return allStarted(r) && len(r.Running) == 4 && count(r, status.ReasonQuota) == 1
+	await(t, ctx, c, p, "the notebooks holding quota", func(r *status.Report) bool {
+		for _, q := range r.Queues {
+			if q.Queue == "gpu-general" {
+				return q.Admitted == 8 // the four always-on models and the four notebooks
+			}
+		}
+		return false
+	})
+	submit(t, ctx, c, "full-1", "batch", 600)
+	r := await(t, ctx, c, p, "the batch job held by Kueue behind the notebooks", func(r *status.Report) bool {
+		v := verdict(r, "full-1")
+		return v != nil && v.Quota != nil && v.Quota.KueueMessage != "" && len(v.Quota.Holders) >= 8
+	})
+	v := verdict(r, "full-1")
+	if v.Where != status.InKueue || v.Reason != status.ReasonQuota {
+		t.Fatalf("verdict = %+v, want quota in Kueue", v)
+	}
+	if got := strings.Join(v.Quota.Binding, ","); got != "nvidia.com/gpu,memory" {
+		t.Errorf("binding = %s, want nvidia.com/gpu,memory", got)
+	}
+	if !strings.Contains(v.Quota.KueueMessage, "insufficient unused quota for nvidia.com/gpu in flavor rtx-5060-ti") {
+		t.Errorf("Kueue's message = %q", v.Quota.KueueMessage)
+	}
+	notebooks := 0
+	for _, h := range v.Quota.Holders {
+		if strings.HasPrefix(h.Name, "Workload "+jobNS+"/pod-notebook-") && h.Queue == "gpu-general" && h.Priority == "batch" && h.Workflow == "" {
+			notebooks++
+		}
+	}
+	if notebooks != 4 {
+		t.Errorf("holders = %+v, want the 4 notebooks among them", v.Quota.Holders)
+	}
+	if v.Until.Kind != status.UntilNever || !strings.Contains(v.Until.Words, "no end the policy bounds") {
+		t.Errorf("until = %+v, want indefinitely", v.Until)
+	}
+	if !v.Stuck || !r.IsStuck() {
+		t.Error("a job behind quota nothing frees is stuck (exit 1)")
+	}
+}
+
+// Simply next in line: the lab as it is (no Argo lock, Kueue alone
+// gates), five batch jobs; four run (shares and host memory bind at four),
+// the fifth waits in Kueue only for them and starts when the first ends.
+func TestNextInLine(t *testing.T) {
+	ctx := context.Background()
+	c, p := lab(t, ctx, 0)
+	for i := 1; i <= 5; i++ {
+		submit(t, ctx, c, fmt.Sprintf("line-%d", i), "batch", 600)
+	}
+	r := await(t, ctx, c, p, "four running, one next in line in Kueue", func(r *status.Report) bool {
+		return allStarted(r) && len(r.Running) == 4 && count(r, status.ReasonNextInLine) == 1 && len(r.Waiting) == 1 &&
+			r.Waiting[0].Quota != nil && strings.Contains(r.Waiting[0].Quota.KueueMessage, "insufficient unused quota")
 	})
 	v := r.Waiting[0] // the one whose pod Kueue saw last (Argo creates the pods in its own order)
-	if !strings.HasPrefix(v.Workflow, "full-") || v.Where != status.InKueue || v.Quota == nil {
+	if !strings.HasPrefix(v.Workflow, "line-") || v.Where != status.InKueue || v.Reason != status.ReasonNextInLine || v.Quota == nil {
 		t.Fatalf("verdict = %+v", v)
 	}
 	if got := strings.Join(v.Quota.Binding, ","); got != "nvidia.com/gpu,memory" {
 		t.Errorf("binding = %s, want nvidia.com/gpu,memory", got)
 	}
+	if !strings.Contains(v.Quota.KueueMessage, "insufficient unused quota") || v.Quota.Ahead != 0 {
+		t.Errorf("Kueue's message %q, ahead %d", v.Quota.KueueMessage, v.Quota.Ahead)
+	}
 	jobs := 0
 	for _, h := range v.Quota.Holders {
-		if strings.HasPrefix(h.Workflow, "full-") && h.Workflow != v.Workflow {
+		if strings.HasPrefix(h.Workflow, "line-") && h.Workflow != v.Workflow && !h.Borrowing {
 			jobs++
 		}
 	}
 	if jobs != 4 {
 		t.Errorf("holders = %+v, want the 4 running jobs among them", v.Quota.Holders)
 	}
-	if r.Running[0].Deadline == nil {
-		pods, _ := c.Clientset().CoreV1().Pods(jobNS).List(ctx, metav1.ListOptions{})
-		for _, pod := range pods.Items {
-			t.Logf("pod %s: phase %s start %v deadline %v statuses %+v", pod.Name, pod.Status.Phase, pod.Status.StartTime, pod.Spec.ActiveDeadlineSeconds, pod.Status.ContainerStatuses)
-		}
-		t.FailNow()
+	first, firstWF := earliestDeadline(r)
+	if first == nil {
+		t.Fatalf("no running job's deadline: %+v", r.Running)
 	}
-	var first *time.Time
+	if v.Until.Kind != status.UntilTimeLimit || v.Until.At == nil || !v.Until.At.Equal(*first) || v.Until.By != "Workflow "+firstWF {
+		t.Errorf("until = %+v, want Workflow %s's time limit %v", v.Until, firstWF, first)
+	}
 	for _, j := range r.Running {
-		if j.Deadline != nil && (first == nil || j.Deadline.Before(*first)) {
-			first = j.Deadline
+		if j.Workflow == firstWF && first.Sub(*j.Started) != time.Hour {
+			t.Errorf("time limit = %s, want the template's 3600 s", first.Sub(*j.Started))
 		}
 	}
-	if v.Until.Kind != status.UntilTimeLimit || first == nil || v.Until.At == nil || !v.Until.At.Equal(*first) {
-		t.Errorf("until = %+v, want the first running job's time limit %v", v.Until, first)
+	ev := strings.Join(v.Evidence, "\n")
+	if !strings.Contains(ev, "running jobs of gpu-general hold nvidia.com/gpu, memory within its nominal quota; it is admitted when Workflow "+firstWF) {
+		t.Errorf("evidence:\n%s", ev)
 	}
-	if d := first.Sub(*r.Running[0].Started); d != time.Hour {
-		t.Errorf("time limit = %s, want the template's 3600 s", d)
+	if !strings.HasPrefix(v.Summary, "next in line in Kueue: gpu-general is short of nvidia.com/gpu") {
+		t.Errorf("summary = %q", v.Summary)
 	}
 	if v.Stuck || r.IsStuck() {
-		t.Error("an ordinary quota wait is not stuck")
+		t.Error("next in line is not stuck")
 	}
 	if len(r.Predictions) != 1 || r.Predictions[0].Running != 4 || r.Predictions[0].Predicted != 4 || !r.Predictions[0].Agrees {
 		t.Errorf("predictions = %+v, want running 4 of a predicted 4", r.Predictions)
 	}
 }
 
-// Next in line: the lock of 4 held by four running jobs, a fifth waits for
-// a slot.
-func TestNextInLine(t *testing.T) {
+// Next in line at a lock: the write-ups' series, the lock of 4 held by
+// four running jobs, a fifth waits for a slot.
+func TestNextInLineAtLock(t *testing.T) {
 	ctx := context.Background()
 	c, p := lab(t, ctx, 4)
 	for i := 1; i <= 5; i++ {
@@ -352,8 +470,9 @@ func TestNextInLine(t *testing.T) {
 			t.Errorf("holder %+v, want running", h)
 		}
 	}
-	if v.Until.Kind != status.UntilTimeLimit || v.Until.At == nil {
-		t.Errorf("until = %+v, want a holder's time limit", v.Until)
+	first, firstWF := earliestDeadline(r)
+	if v.Until.Kind != status.UntilTimeLimit || v.Until.At == nil || first == nil || !v.Until.At.Equal(*first) || v.Until.By != "Workflow "+firstWF {
+		t.Errorf("until = %+v, want Workflow %s's time limit", v.Until, firstWF)
 	}
 	if v.Stuck || r.IsStuck() {
 		t.Error("next in line is not stuck")
