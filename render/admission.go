@@ -8,6 +8,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/contract"
 )
@@ -21,7 +22,25 @@ import (
 //     never sees it, so it holds what every quota believes is free;
 //   - a Pod, Job or Kueue Workload naming a LocalQueue or a
 //     WorkloadPriorityClass the namespace may not use (policy.Allowed;
-//     contract.RuleQueueNotAllowed, contract.RulePriorityNotAllowed).
+//     contract.RuleQueueNotAllowed, contract.RulePriorityNotAllowed);
+//   - a Pod, or a Job's pod template, whose GPU-memory declaration is above
+//     what its LocalQueue's ClusterQueue could ever admit
+//     (admission.DeclarationCeiling; contract.RuleDeclarationOverQueue):
+//     Kueue would hold it forever. The declaration counted is a lower bound
+//     of Kueue's, so a rejection is always true: Kueue counts a pod at
+//     k8s.io/component-helpers' PodRequests (the containers' sum, or an init
+//     container's when larger, plus sidecars and overhead;
+//     sigs.k8s.io/kueue@v0.17.0 pkg/workload/workload.go,
+//     totalRequestsFromPodSets), each container at its requests, else its
+//     limits (pkg/workload/resources.go, UseLimitsAsMissingRequestsInPod);
+//     the policy counts the containers' sum or the largest init container.
+//     A container that declares nothing counts 0 here: in a job namespace
+//     the LimitRange has already given a Pod's containers the default
+//     declaration before validation runs (LimitRanger is a mutating
+//     admission plugin, and mutation comes before validation), and Kueue
+//     counts a Job's at that default too (resources.go, AdjustResources:
+//     handlePodLimitRange). A missing declaration is not rejected: it gets
+//     the default. A Job with parallelism 0 runs no pod and is not checked.
 //
 // Only creates are checked: what already runs is left alone (drift --live
 // reports it), and Kueue's own updates of what it admitted never fail.
@@ -95,6 +114,22 @@ func admissionPolicy(p *policy.Policy, ns string) Object {
 		{Name: "queue", Expression: "variables.isWorkload ? (has(object.spec.queueName) ? object.spec.queueName : '') : (" + label(contract.LabelKueueQueue) + ")"},
 		{Name: "priority", Expression: "variables.isWorkload ? (has(object.spec.priorityClassRef) && object.spec.priorityClassRef.kind == 'WorkloadPriorityClass' ? object.spec.priorityClassRef.name : '') : (" + label(contract.LabelKueuePriority) + ")"},
 	}
+	// What Kueue counts of the declaration for one pod, in bytes (a lower
+	// bound, see above): requests, else limits, per container.
+	declared := func(c string) string {
+		at := func(m string) string {
+			return fmt.Sprintf("has(%[1]s.resources) && has(%[1]s.resources.%[2]s) && %[3]s in %[1]s.resources.%[2]s", c, m, celString(p.DeclarationResource))
+		}
+		amount := func(m string) string {
+			return fmt.Sprintf("quantity(%s.resources.%s[%s]).asApproximateFloat()", c, m, celString(p.DeclarationResource))
+		}
+		return fmt.Sprintf("(%s ? %s : (%s ? %s : 0.0))", at("requests"), amount("requests"), at("limits"), amount("limits"))
+	}
+	vars = append(vars,
+		admissionv1.Variable{Name: "runsPods", Expression: "!variables.isWorkload && (object.kind != 'Job' || !has(object.spec.parallelism) || object.spec.parallelism > 0)"},
+		admissionv1.Variable{Name: "declaredBytes", Expression: "([variables.podSpec.containers.map(c, " + declared("c") + ").sum()] + " +
+			"(has(variables.podSpec.initContainers) ? variables.podSpec.initContainers.map(c, " + declared("c") + ") : [])).max()"},
+	)
 	validations := []admissionv1.Validation{
 		{
 			Expression: "!variables.asksGPU || variables.queue != ''",
@@ -116,6 +151,26 @@ func admissionPolicy(p *policy.Policy, ns string) Object {
 			Message: fmt.Sprintf("%s (%s): this namespace may use only the priorities %s", contract.RulePriorityNotAllowed, where, orNone(r.Priorities)),
 			Reason:  ptrTo(metav1.StatusReasonForbidden),
 		},
+	}
+	for i, lq := range r.LocalQueues {
+		c, ok := admission.DeclarationCeiling(p, r.Queues[i])
+		if !ok {
+			continue
+		}
+		limit := policy.MiBQuantity(c.MiB)
+		one := policy.MiBQuantity(1)
+		perMiB := one.Value()
+		do := fmt.Sprintf("declare at most %s (%s: %s)", policy.FormatAmount(policy.GPUMemory, c.MiB), p.DeclarationResource, policy.MiBString(c.MiB))
+		head := fmt.Sprintf("%s (%s): LocalQueue %s ", contract.RuleDeclarationOverQueue, where, lq)
+		why := fmt.Sprintf("%s. Kueue never admits a workload above that (\"insufficient quota ... > maximum capacity\"), so it would wait forever. Instead %s, or ask for a larger quota in the policy",
+			c.Words(), do)
+		validations = append(validations, admissionv1.Validation{
+			Expression: fmt.Sprintf("!variables.runsPods || variables.queue != %s || variables.declaredBytes <= %d.0", celString(lq), limit.Value()),
+			MessageExpression: celString(head+"admits no pod declaring ") +
+				fmt.Sprintf(" + string(int((variables.declaredBytes + %d.0) / %d.0)) + ", perMiB-1, perMiB) + celString(" MiB of GPU memory. "+why),
+			Message: head + fmt.Sprintf("admits no pod declaring more than %s of GPU memory. ", policy.FormatAmount(policy.GPUMemory, c.MiB)) + why,
+			Reason:  ptrTo(metav1.StatusReasonForbidden),
+		})
 	}
 	create := []admissionv1.OperationType{admissionv1.Create}
 	rule := func(group, version, resource string) admissionv1.NamedRuleWithOperations {

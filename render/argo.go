@@ -13,22 +13,34 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/verify/testjob"
 )
 
 // semaphoreConfigMap renders the ConfigMap that backs the locks used in one
-// namespace: a key per lock, its size as the value.
-func semaphoreConfigMap(p *policy.Policy, namespace string, locks []string) Object {
+// namespace: a key per lock, its size as the value. Its description says
+// what each lock is for and, for a lock sized from quota, the queue and
+// service state it follows (from sizes).
+func semaphoreConfigMap(p *policy.Policy, namespace string, locks []string, sizes []admission.LockSize) Object {
 	data := map[string]string{}
 	var desc []string
 	for _, l := range locks {
 		lk := p.Locks[l]
 		data[l] = strconv.FormatInt(lk.Size, 10)
 		d := fmt.Sprintf("%s %d", l, lk.Size)
+		var about []string
 		if lk.Description != "" {
-			d += " (" + lk.Description + ")"
+			about = append(about, lk.Description)
+		}
+		for _, ls := range sizes {
+			if ls.Lock == l {
+				about = append(about, fmt.Sprintf("as many as ClusterQueue %s admits of %s with %s", ls.Queue, ls.Template, policy.StateLabel(ls.State)))
+			}
+		}
+		if len(about) > 0 {
+			d += " (" + strings.Join(about, "; ") + ")"
 		}
 		desc = append(desc, d)
 	}

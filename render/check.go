@@ -1,8 +1,10 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/crdcheck"
@@ -14,13 +16,22 @@ var RuleNameClash = finding.Register(finding.Rule{ID: "name-clash", Verb: findin
 	Reason: "two things the policy renders cannot share a kind, namespace and name: one object (and one file) would silently replace the other"})
 
 // Check applies every check Render applies before it writes, without
-// encoding anything: no two objects share a file (rule name-clash), and
+// encoding anything: every lock sized from quota computes to a size (rule
+// lock-from-quota), no two objects share a file (rule name-clash), and
 // every Kueue and Argo object passes its CRD (rule crd). vet runs it, so
 // that a policy that vets renders. The error is a bug or the CRDs failing
 // to load, never the policy.
 func Check(p *policy.Policy) (finding.List, error) {
-	objs := generate(p)
-	ds := nameClashes(p, objs)
+	p, sizes, err := admission.SizeLocks(p)
+	var ds finding.List
+	if errors.As(err, &ds) {
+		return ds, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	objs := generate(p, sizes)
+	ds = nameClashes(p, objs)
 	v, err := crdcheck.New()
 	if err != nil {
 		return nil, err

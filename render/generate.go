@@ -10,12 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/contract"
 )
 
 // generate builds every object of the policy, typed, in a fixed order.
-func generate(p *policy.Policy) []Object {
+// The policy's locks sized from quota have their sizes already
+// (admission.SizeLocks); sizes says how they got them.
+func generate(p *policy.Policy, sizes []admission.LockSize) []Object {
 	var out []Object
 	for _, ns := range p.Namespaces() {
 		out = append(out, namespace(p, ns))
@@ -36,7 +39,7 @@ func generate(p *policy.Policy) []Object {
 	locks := locksByNamespace(p)
 	for _, ns := range slices.Sorted(maps.Keys(locks)) {
 		if len(locks[ns]) > 0 {
-			out = append(out, semaphoreConfigMap(p, ns, locks[ns]))
+			out = append(out, semaphoreConfigMap(p, ns, locks[ns], sizes))
 		}
 	}
 	out = append(out, workflowTemplates(p)...)
@@ -129,8 +132,9 @@ func devicePluginConfigMap(p *policy.Policy) Object {
 		cfg := devicePluginConfig{
 			Version: "v1",
 			Sharing: dpSharing{TimeSlicing: dpTimeSlicing{
-				RenameByDefault: p.DevicePlugin.RenameByDefault,
-				Resources:       []dpResource{{Name: policy.ResourceShares, Replicas: c.Shares}},
+				RenameByDefault:            p.DevicePlugin.RenameByDefault,
+				FailRequestsGreaterThanOne: p.DevicePlugin.FailRequestsGreaterThanOne,
+				Resources:                  []dpResource{{Name: policy.ResourceShares, Replicas: c.Shares}},
 			}},
 		}
 		b, err := yaml.Marshal(cfg)
@@ -162,8 +166,12 @@ type dpSharing struct {
 
 type dpTimeSlicing struct {
 	// RenameByDefault advertises the shares as nvidia.com/gpu.shared.
-	RenameByDefault bool         `json:"renameByDefault"`
-	Resources       []dpResource `json:"resources"`
+	RenameByDefault bool `json:"renameByDefault"`
+	// FailRequestsGreaterThanOne refuses a container that asks more than
+	// one share; omitted when false, the plugin's default (the lab's
+	// renders stay as they were).
+	FailRequestsGreaterThanOne bool         `json:"failRequestsGreaterThanOne,omitempty"`
+	Resources                  []dpResource `json:"resources"`
 }
 
 type dpResource struct {

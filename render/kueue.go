@@ -61,7 +61,7 @@ func clusterQueue(p *policy.Policy, q policy.ClusterQueue) Object {
 			// An empty selector matches every namespace; a nil one
 			// matches none in Kueue. The LocalQueues decide who submits.
 			NamespaceSelector: &metav1.LabelSelector{},
-			QueueingStrategy:  kueue.BestEffortFIFO,
+			QueueingStrategy:  kueue.QueueingStrategy(q.Strategy()),
 			ResourceGroups:    []kueue.ResourceGroup{rg},
 			Preemption:        pre,
 		},

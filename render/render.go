@@ -12,8 +12,9 @@
 //     never hand-built maps;
 //   - validate checks every Kueue and Argo object against the real CRDs
 //     (package crdcheck: OpenAPI schema and CEL rules, in-process);
-//   - encode writes each as YAML through sigs.k8s.io/yaml with status and
-//     creationTimestamp removed; the output is byte-for-byte deterministic;
+//   - encode writes each as YAML (the encoder of sigs.k8s.io/yaml) with
+//     status and creationTimestamp removed; the output is byte-for-byte
+//     deterministic;
 //   - Write swaps the output directory atomically.
 //
 // Files are flat and named <kind>_<name>.yaml (cluster-scoped) or
@@ -30,12 +31,14 @@ import (
 	"sort"
 	"strings"
 
+	goyaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	ktypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/crdcheck"
@@ -81,11 +84,19 @@ func (r *Result) FileNames() []string {
 // validates them against the real CRDs (crdcheck), and returns them with
 // their YAML files.
 //
+// A lock sized from quota gets the size the admission model computes
+// (admission.SizeLocks); one that computes to no size is an input error
+// (a finding.List, rule "lock-from-quota").
+//
 // A rendered object that fails its CRD is an input error: the result is
 // a finding.List (rule "crd"), one per failing field, each at the policy
 // field the object comes from. Other errors are bugs or I/O.
 func Render(p *policy.Policy) (*Result, error) {
-	objs := generate(p)
+	p, sizes, err := admission.SizeLocks(p)
+	if err != nil {
+		return nil, err
+	}
+	objs := generate(p, sizes)
 	return encode(p, objs)
 }
 
@@ -120,7 +131,10 @@ func encode(p *policy.Policy, objs []Object) (*Result, error) {
 				continue
 			}
 		}
-		b, err := yaml.Marshal(u.Object)
+		// The YAML encoder sigs.k8s.io/yaml.Marshal ends in, given the
+		// JSON-decoded object itself: the same bytes (keys sorted, the
+		// same scalars), without its JSON encode and YAML re-parse.
+		b, err := goyaml.Marshal(u.Object)
 		if err != nil {
 			return nil, fmt.Errorf("render: YAML of %s: %w", id, err)
 		}

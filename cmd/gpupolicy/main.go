@@ -37,6 +37,7 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 
 func main() {
+	tuneGC()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -29,6 +29,10 @@ vets and renders both, and prints what the change does:
     outcome changes, how many jobs run at once before and after, and what
     binds them ("batch jobs at once through gpu-step-no-cache, qwen2-5-7b
     down: 1 → 4"), as gpupolicy explain models it;
+  - to access: each namespace whose allowed priorities or LocalQueues
+    change, and the paths by which one namespace's workloads can evict
+    another's that the change takes away or opens ("experiments:
+    priorities training, on-demand-llm, batch → training, batch");
   - to the findings: those the change adds, changes and clears;
   - to the render: every object and field that differs, with what it
     changes for the lab.

@@ -25,7 +25,17 @@ do with the GPU jobs. For every GPU step template (and its cache-free variant
 when it takes other locks), every priority on the ladder and every service
 state (each on-demand service up or down), it reports how many jobs run at
 once, the resources that bind, the lock's effect, what is left of each
-resource, and how jobs get admitted by preemption when none fit.
+resource, and how jobs get admitted by preemption when none fit. A lock
+sized from quota (size: {fromQueue: QUEUE, state: ...}) gets the count the
+model gives for its queue, and explain states the derivation ("lock main:
+4 = jobs of gpu-step (...) ClusterQueue gpu-general admits at once with
+every on-demand service down ...").
+
+It also says who may evict whom: per namespace where GPU workloads run, the
+priorities and LocalQueues the policy's access rules let it use and,
+through each ClusterQueue's withinClusterQueue, reclaimWithinCohort and
+borrowWithinCohort, which other namespaces' workloads it can evict (and
+the paths the settings mean but Kueue never takes, with the reason).
 
 Findings (stable rule IDs, the default severity first; vet's rules run
 before, explain refuses a policy that does not vet):

@@ -126,13 +126,14 @@ func (r *vetReport) Write(w io.Writer, f output.Format) error {
 	return err
 }
 
-// vetRulesChecked are the rules vet applied: all of them, or only syntax
-// and schema when the policy does not parse or fit the schema (the
-// semantic rules never ran, so a CI report does not show them as passed).
+// vetRulesChecked are the rules vet applied: all of them, or only the
+// ones CUE's evaluation reports (syntax, schema, not-modelled) when the
+// policy does not parse or fit the schema (the semantic rules never ran,
+// so a CI report does not show them as passed).
 func vetRulesChecked(fs []finding.Finding) []finding.Rule {
 	for _, f := range fs {
-		if f.Rule == policy.RuleSyntax.ID || f.Rule == policy.RuleSchema.ID {
-			return []finding.Rule{policy.RuleSyntax, policy.RuleSchema}
+		if f.Rule == policy.RuleSyntax.ID || f.Rule == policy.RuleSchema.ID || f.Rule == policy.RuleNotModelled.ID {
+			return []finding.Rule{policy.RuleSyntax, policy.RuleSchema, policy.RuleNotModelled}
 		}
 	}
 	return finding.Rules(finding.Vet)

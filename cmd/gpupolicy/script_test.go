@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/gpupolicy/gpupolicy/internal/output/sariftest"
 )
 
 // TestMain lets testscript run the gpupolicy binary as a command.
@@ -35,6 +37,9 @@ func TestMain(m *testing.M) {
 //	                     its mode, size, modification time and content hash:
 //	                     two listings differ if anything was written there
 //	empty DIR            fail unless DIR holds nothing (! empty: unless it does)
+//	sarifvalid FILE      fail unless FILE (stdout: the last command's
+//	                     output) is valid against the official SARIF 2.1.0
+//	                     JSON schema (internal/output/sariftest)
 func TestScripts(t *testing.T) {
 	repo, err := filepath.Abs("../..")
 	if err != nil {
@@ -78,6 +83,18 @@ func TestScripts(t *testing.T) {
 						names = append(names, e.Name())
 					}
 					ts.Fatalf("%s holds %v", args[0], names)
+				}
+			},
+			"sarifvalid": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: sarifvalid FILE (stdout: the last command's)")
+				}
+				err := sariftest.Validate([]byte(ts.ReadFile(args[0])))
+				if neg && err == nil {
+					ts.Fatalf("%s is a valid SARIF 2.1.0 log", args[0])
+				}
+				if !neg && err != nil {
+					ts.Fatalf("%s: %v", args[0], err)
 				}
 			},
 			"exits": func(ts *testscript.TestScript, neg bool, args []string) {

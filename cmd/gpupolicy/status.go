@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/environment"
 	"github.com/gpupolicy/gpupolicy/internal/output"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
@@ -40,10 +41,12 @@ waiting GPU job, where it waits and what frees it:
                     their pods (lock-capacity: a lock larger than what the
                     queue admits is held by jobs that do not run), or
                     next-in-line behind running jobs;
-  in Kueue          the binding resource (shares, host memory, declared GPU
-                    memory), who holds that quota (the 7B's borrowed
-                    12,200 MiB), and whether a preemption path applies at the
-                    job's priority;
+  in Kueue          next-in-line when only running jobs of its own queue,
+                    within its quota, are ahead of it (it starts when the
+                    first of them ends); otherwise quota: the binding
+                    resource (shares, host memory, declared GPU memory), who
+                    holds it (the 7B's borrowed 12,200 MiB), and whether a
+                    preemption path applies at the job's priority;
   on a node         Kueue admitted it, the scheduler finds no room (and why);
 
 and until when: a running job's time limit, an on-demand service's idle
@@ -55,8 +58,11 @@ cluster at a glance: quota in use per queue and card, the services up, the
 lock slots held.
 
 The policy is the one at the environment's pin (what the cluster runs);
---policy overrides it. An on-demand service's last request is read from the
-annotation gpupolicy.dev/last-request (RFC 3339) on its pod when present.
+--policy overrides it. An on-demand service's last request is read where
+the service's lastActivity in the policy says (an annotation or label its
+idle scaler writes on its pod or Deployment); without it status says "last
+activity unknown: the policy does not say where to read it" and counts
+the scale-down from when the service came up.
 
 --watch refreshes every --interval: in place on a terminal, and as lines of
 what changed otherwise (for logs).
@@ -93,6 +99,10 @@ func runStatus(cmd *cobra.Command, f statusFlags) error {
 	}
 	p, pin, err := statusPolicy(t, f.policyDir)
 	if err != nil {
+		return err
+	}
+	// A lock sized from quota holds the size the render gave it.
+	if p, _, err = admission.SizeLocks(p); err != nil {
 		return err
 	}
 	c, where, err := f.cluster.clients(t)

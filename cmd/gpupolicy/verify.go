@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +14,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpupolicy/gpupolicy/drift"
+	"github.com/gpupolicy/gpupolicy/internal/admission"
+	"github.com/gpupolicy/gpupolicy/internal/environment"
 	"github.com/gpupolicy/gpupolicy/internal/finding"
+	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
+	"github.com/gpupolicy/gpupolicy/internal/kube"
+	"github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
 	"github.com/gpupolicy/gpupolicy/internal/output"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/verify"
@@ -28,7 +35,9 @@ type verifyFlags struct {
 	batches                  int
 	hold, timeout            time.Duration
 	starveWatch, cancelGrace time.Duration
-	cancel, noGPUMemory      bool
+	cancel, faults           bool
+	noGPUMemory              bool
+	compareWith              string
 	reportDir                string
 	format                   *output.Flag
 }
@@ -48,6 +57,31 @@ together, --batches times, waiting for each batch to finish; with --cancel it
 then stops one running job of a batch of (predicted + 1) through the
 Workflow's spec.shutdown and times the cancel and the hand-off to the next.
 
+With --faults it then runs a batch of (predicted + 1) in which one job
+crashes mid-run (the test job's --crash-after: exit 1) beside the others,
+and, where an earlier job reported a CUDA device, one allocates twice its
+GPU-memory declaration beyond it (--allocate-mib; nothing stops it, since a
+declaration is accounting only). It reports whether the others finished
+with correct outputs, when Kueue freed the crashed job's quota and Argo its
+lock slot (where the template takes a lock), and how long the job that took
+its place waited. On the local cluster the simulated node ends the crashing
+job's container with its exit code, as a kubelet would; it has no GPU, so
+the over-allocation is skipped and the report says why.
+
+With --compare-with POLICY it runs the same batches under two policies, one
+after the other, and reports them side by side: the rates, the hand-off by
+part, and for levels that ran one job at a time where each batch's time
+went. POLICY is a policy directory, or a git revision of the environment's
+policy directory (a directory of that name wins). The other policy runs
+first, then the environment's (--policy or the environment's own). Each
+policy's render for the environment is reconciled on the cluster before its
+batches (server-side apply, pruning what the environment owns, node
+readiness: what reconcile does), and at the end the render at the
+environment's pin is put back — also after a failure or Ctrl-C. A deploy or
+the restore, once started, runs to its end, so the cluster never holds half
+of a render. An environment synced by a GitOps engine is refused: the
+engine would put its own render back in the middle of the run.
+
 It reads when each job was submitted, got the lock (its pod appeared), was
 admitted by Kueue (its Workload's QuotaReserved), started (the job's own start
 stamp from its log, else its container's start) and ended, and compares that
@@ -65,7 +99,9 @@ job's rate × n, the median gap between one job's end and the next one's
 start, the concurrency reached, the cancel timings, per-job stamps and GPU
 memory (sampled through NVML on this machine when the driver is present).
 --report DIR writes report.md, report.json and timeline.svg (a bar per job,
-waiting and running). Progress goes to stderr.
+waiting and running), rates.svg and handoff.svg; with --compare-with,
+report.md, report.json and handoff.svg (both policies) and each policy's own
+report and charts in DIR/1-LABEL and DIR/2-LABEL. Progress goes to stderr.
 
 Everything verify creates carries the label gpupolicy.dev/verify-run=<id> and
 is deleted at the end, also on Ctrl-C and on timeout.
@@ -83,6 +119,12 @@ disagreement, 2 on a usage error, an unreachable cluster, or an interrupt.`,
   gpupolicy verify --env lab --levels 4 --batches 1 --hold 30s --cancel -o markdown
   gpupolicy verify --env lab --kubeconfig ~/.kube/lab --context lab-admin --levels 1-5
 
+  # A crash beside three others (the lab admits four at once: five submitted)
+  gpupolicy verify --env local --levels 1 --batches 1 --hold 10s --faults
+
+  # The series' policy (an Argo lock in front of Kueue) against today's, side by side
+  gpupolicy verify --env local --levels 1,4,5 --batches 2 --hold 5s --compare-with 0e2dcdd --report out/compare
+
   # In a post-deploy CI job: the report as a build artifact, the job failing on exit 1
   gpupolicy verify --env lab --levels 1,4 --batches 1 --hold 30s --report out/verify -o markdown`,
 		Args: cobra.NoArgs,
@@ -96,6 +138,8 @@ disagreement, 2 on a usage error, an unreachable cluster, or an interrupt.`,
 	fl.IntVar(&f.batches, "batches", 3, "batches per level")
 	fl.DurationVar(&f.hold, "hold", 60*time.Second, "how long each job holds the GPU idle after its work")
 	fl.BoolVar(&f.cancel, "cancel", false, "also cancel one running job and time the cancel and the hand-off")
+	fl.BoolVar(&f.faults, "faults", false, "also run a batch in which one job crashes beside the others (and, on a real GPU, one allocates beyond its declaration)")
+	fl.StringVar(&f.compareWith, "compare-with", "", "run the same batches under this policy first (a directory, or a git revision of the environment's policy), then the environment's, side by side")
 	fl.DurationVar(&f.timeout, "timeout", 0, "bound on the whole run (default: from the levels, batches and hold)")
 	fl.DurationVar(&f.starveWatch, "starve-watch", 0, "how long to watch jobs the policy admits none of (default max(60s, 2×hold))")
 	fl.DurationVar(&f.cancelGrace, "cancel-grace", verify.DefaultCancelGrace, "with --cancel: delete the job's pod if it still runs this long after the stop request")
@@ -124,17 +168,39 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 			return usageError{fmt.Errorf("%s %s: a duration must not be negative", d.flag, d.v)}
 		}
 	}
-	t, err := openEnv(f.env, false)
+	t, err := openEnv(f.env, f.compareWith != "")
 	if err != nil {
 		return err
 	}
 	policyDir := f.policyDir
+	label := f.policyDir
 	if policyDir == "" {
-		policyDir = t.Path(t.Env.Policy)
+		policyDir, label = t.Path(t.Env.Policy), t.Env.Policy
 	}
 	p, err := policy.Load(policyDir)
 	if err != nil {
 		return err
+	}
+	var other *verify.PolicyRun
+	if f.compareWith != "" {
+		if t.Env.GitOps.Enabled() {
+			return usageError{fmt.Errorf("--compare-with: environment %s is synced by %s, which would put its own render back in the middle of the run; compare on a cluster reconcile serves", f.env, t.Env.GitOps.Engine)}
+		}
+		if other, err = comparedPolicy(t, f.compareWith); err != nil {
+			return err
+		}
+		if other.Label == label {
+			other.Label += " (compared)"
+		}
+	}
+	// A lock sized from quota holds the size the render gave it.
+	if p, _, err = admission.SizeLocks(p); err != nil {
+		return err
+	}
+	if other != nil {
+		if other.Policy, _, err = admission.SizeLocks(other.Policy); err != nil {
+			return err
+		}
 	}
 	kubeconfig := f.cluster.kubeconfig
 	if kubeconfig == "" && t.Env.Kubeconfig != "" {
@@ -157,29 +223,46 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(cmd.ErrOrStderr(), "verify: environment %s at %s\n", f.env, where)
-	rep, runErr := verify.Run(ctx, verify.Clients{Kube: kc.Kube, Dynamic: kc.Dynamic}, verify.Options{
+	opts := verify.Options{
 		Policy: p, Environment: f.env, Levels: levels, Batches: f.batches, Hold: f.hold,
-		Cancel: f.cancel, CancelGrace: f.cancelGrace, StarveWatch: f.starveWatch, Timeout: f.timeout,
+		Cancel: f.cancel, Faults: f.faults, CancelGrace: f.cancelGrace, StarveWatch: f.starveWatch, Timeout: f.timeout,
 		Progress: cmd.ErrOrStderr(), Predict: predict, NoGPUMemory: f.noGPUMemory,
-	})
+	}
+	clients := verify.Clients{Kube: kc.Kube, Dynamic: kc.Dynamic}
+	if other != nil {
+		return runSideBySide(cmd, ctx, t, kc, f, clients, opts, *other, verify.PolicyRun{Label: label, Source: label + " in the working tree", Policy: p})
+	}
+	rep, runErr := verify.Run(ctx, clients, opts)
 	if rep == nil {
 		return runErr
 	}
+	return writeVerifyResult(cmd, f, runErr, rep, len(rep.Findings), "the policy",
+		func(dir string) error { return verify.WriteDir(dir, rep) },
+		"report.md", "report.json", verify.FileTimeline, verify.FileRates, verify.FileHandoff)
+}
+
+// writeVerifyResult writes the report folder (with --report: writeDir, which
+// writes files), then the result in the output format; the run's error
+// comes first, then the disagreements with what (exit 1).
+func writeVerifyResult(cmd *cobra.Command, f verifyFlags, runErr error, out output.Writer, disagreements int, what string, writeDir func(string) error, files ...string) error {
 	if f.reportDir != "" {
-		if err := verify.WriteDir(f.reportDir, rep); err != nil {
+		if err := writeDir(f.reportDir); err != nil {
 			return errors.Join(runErr, fmt.Errorf("writing the report: %w", err))
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "verify: wrote %s\n", strings.Join([]string{
-			filepath.Join(f.reportDir, "report.md"), filepath.Join(f.reportDir, "report.json"), filepath.Join(f.reportDir, verify.FileTimeline), filepath.Join(f.reportDir, verify.FileRates), filepath.Join(f.reportDir, verify.FileHandoff)}, ", "))
+		paths := make([]string, len(files))
+		for i, name := range files {
+			paths[i] = filepath.Join(f.reportDir, name)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "verify: wrote %s\n", strings.Join(paths, ", "))
 	}
-	if err := rep.Write(cmd.OutOrStdout(), f.format.Format()); err != nil {
+	if err := out.Write(cmd.OutOrStdout(), f.format.Format()); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if runErr != nil {
 		return runErr
 	}
-	if !rep.OK() {
-		return findingsError{fmt.Sprintf("verify: %d disagreement(s) with the policy on environment %s", len(rep.Findings), f.env)}
+	if disagreements > 0 {
+		return findingsError{fmt.Sprintf("verify: %d disagreement(s) with %s on environment %s", disagreements, what, f.env)}
 	}
 	return nil
 }
@@ -214,4 +297,83 @@ func parseLevels(s string) ([]int, error) {
 		return nil, fmt.Errorf("--levels %q: no level", s)
 	}
 	return out, nil
+}
+
+// comparedPolicy loads --compare-with: a policy directory, else a revision
+// of the environment's policy directory.
+func comparedPolicy(t *envTarget, arg string) (*verify.PolicyRun, error) {
+	if st, err := os.Stat(arg); err == nil && st.IsDir() {
+		p, err := policy.Load(arg)
+		if err != nil {
+			return nil, err
+		}
+		return &verify.PolicyRun{Label: arg, Source: "directory " + arg, Policy: p}, nil
+	}
+	c, err := t.Repo.Resolve(arg)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--compare-with %q: neither a policy directory nor a revision: %v", arg, err)}
+	}
+	p, err := environment.PolicyAt(t.Repo, c.Hash, t.Env.Policy)
+	if err != nil {
+		return nil, err
+	}
+	return &verify.PolicyRun{Label: arg, Source: fmt.Sprintf("%s at %s", t.Env.Policy, gitrepo.Short(c.Hash)), Policy: p}, nil
+}
+
+// runSideBySide runs the batches under other, then under mine, each
+// policy's render for the environment reconciled in turn, and the render at
+// the pin put back at the end.
+func runSideBySide(cmd *cobra.Command, ctx context.Context, t *envTarget, kc *kube.Clients, f verifyFlags, c verify.Clients, o verify.Options, other, mine verify.PolicyRun) error {
+	stderr := cmd.ErrOrStderr()
+	// What the restore puts back is read before the cluster changes, so
+	// that it cannot fail on git at the end.
+	pinned, side, err := t.Pinned(ctx)
+	if err != nil {
+		return err
+	}
+	pinPolicy, err := environment.PolicyAt(t.Repo, side.Commit.Hash, t.Env.Policy)
+	if err != nil {
+		return fmt.Errorf("the policy at the pin: %w", err)
+	}
+	rec := &reconcile.Reconciler{Client: kc.Dynamic, Mapper: kc.Mapper}
+	apply := func(ctx context.Context, what string, set drift.Set, p *policy.Policy) error {
+		res, err := rec.Apply(ctx, unstructuredObjects(set), reconcile.Options{Owner: ownerLabels(t.Env.Name)})
+		if err != nil {
+			return err
+		}
+		nodes, rep, err := rec.ReadyNodes(ctx, p, false, nil)
+		if err != nil {
+			return err
+		}
+		if fs := rep.Findings(); fs.HasErrors() {
+			return fmt.Errorf("node readiness: %v", fs)
+		}
+		res.Nodes = nodes
+		fmt.Fprintf(stderr, "verify: reconciled %s: %d created, %d configured, %d unchanged, %d pruned; %d GPU node(s) changed\n", what,
+			res.Count(reconcile.Created), res.Count(reconcile.Configured), res.Count(reconcile.Unchanged), res.Count(reconcile.Pruned), res.NodesChanged())
+		return nil
+	}
+	s, runErr := verify.RunSideBySide(ctx, c, verify.SideBySideOptions{
+		Options:  o,
+		Policies: []verify.PolicyRun{other, mine},
+		Deploy: func(ctx context.Context, p *policy.Policy) error {
+			files, err := t.Env.Render(p)
+			if err != nil {
+				return err
+			}
+			set, err := drift.Parse(files)
+			if err != nil {
+				return err
+			}
+			return apply(ctx, "its render", set, p)
+		},
+		Restore:   func(ctx context.Context) error { return apply(ctx, "the render at the pin", pinned, pinPolicy) },
+		Restoring: fmt.Sprintf("the render at the pin %s (%s)", gitrepo.Short(side.Commit.Hash), side.Source()),
+	})
+	if s == nil {
+		return runErr
+	}
+	return writeVerifyResult(cmd, f, runErr, s, len(s.Findings), "the policies",
+		func(dir string) error { return verify.WriteSideBySideDir(dir, s) },
+		"report.md", "report.json", verify.FileHandoff)
 }

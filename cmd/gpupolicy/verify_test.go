@@ -69,6 +69,8 @@ current-context: nowhere
 		{[]string{"verify", "--env", "nosuch"}, `no environment "nosuch"`},
 		{[]string{"verify", "--env", "local", "--kubeconfig", filepath.Join(dir, "absent")}, "make cluster-up"},
 		{[]string{"verify", "--env", "local", "--kubeconfig", unreachable, "--levels", "1", "--batches", "1"}, "127.0.0.1:1"},
+		{[]string{"verify", "--env", "local", "--compare-with", "no-such-revision-or-dir"}, `--compare-with "no-such-revision-or-dir": neither a policy directory nor a revision`},
+		{[]string{"verify", "--env", "local", "--compare-with", dir}, "no .cue files"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(tc.args, &stdout, &stderr)

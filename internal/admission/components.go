@@ -402,15 +402,27 @@ func (e *explainer) names(c *component, up []int) []string {
 // rowAt is the capacity row of v at pr in a component's state; its
 // reachability counts the other components too.
 func (e *explainer) rowAt(c *component, v variant, pr policy.Priority, st *stateSnap) Capacity {
-	reach := len(st.unadmitted) == 0 && e.othersReachable(c)
-	return e.row(v, pr, e.localState(c, st.up), reach, e.sim(c, st, v, pr))
+	return e.row(v, pr, e.localState(c, st.up), e.reachableAt(c, st), e.sim(c, st, v, pr))
+}
+
+// reachableAt is rowAt's Reachable: the state admits every service up in
+// it, and every other component has such a state.
+func (e *explainer) reachableAt(c *component, st *stateSnap) bool {
+	return len(st.unadmitted) == 0 && e.othersReachable(c)
 }
 
 func starved(r *Capacity) bool { return r.Reachable && r.QuotaAdmits == 0 && r.Preemption == nil }
 
+// starvedSim is starved of the row that row builds from sim, without
+// building it (row sets Preemption exactly when sim evicts).
+func starvedSim(reachable bool, sim *quotaSim) bool {
+	return reachable && sim.quotaAdmits == 0 && sim.evicts == nil
+}
+
 func (e *explainer) answer(c *component, v variant, pr policy.Priority, up []int) Answer {
 	st := e.evalState(c, up)
-	r := e.rowAt(c, v, pr, st)
+	// The row without its state map: an answer names Up instead.
+	r := e.row(v, pr, nil, e.reachableAt(c, st), e.sim(c, st, v, pr))
 	a := Answer{Up: e.names(c, up), Reachable: r.Reachable, Admitted: r.Admitted, QuotaAdmits: r.QuotaAdmits,
 		BoundBy: r.BoundBy, Binding: r.Binding, Preemption: r.Preemption, Starved: starved(&r)}
 	if a.Up == nil {
@@ -459,8 +471,8 @@ type rowID struct {
 }
 
 func (e *explainer) starvesAt(c *component, v variant, pr policy.Priority, up []int) bool {
-	r := e.rowAt(c, v, pr, e.evalState(c, up))
-	return starved(&r)
+	st := e.evalState(c, up)
+	return starvedSim(e.reachableAt(c, st), e.sim(c, st, v, pr))
 }
 
 // starvingSets finds the smallest sets of a component's services whose

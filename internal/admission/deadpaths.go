@@ -97,17 +97,27 @@ func (e *explainer) searchPreemption() map[string]*fireRecord {
 		for _, q := range g.queues {
 			keep[q] = true
 		}
+		// One snapshot of the group, emptied after each situation.
+		s := newSnapshotOf(e.p, keep)
 		for _, mask := range e.subMasks(g) {
 			for pv := -1; pv < len(e.ladder); pv++ {
 				// Every queue filled (or none): one snapshot for all
 				// preemptors.
-				e.tryScenario(g, keep, mask, "", pv, preemptors, recs)
+				filled := e.tryScenario(s, g, mask, "", pv, preemptors, recs)
 				if pv < 0 {
 					continue
 				}
-				// Every queue but the preemptor's filled.
+				// Every queue but the preemptor's filled. Where the
+				// preemptor's queue took no job above, that situation is
+				// the one just tried: the same workloads admitted in the
+				// same order, only creation numbers shifted, and the
+				// preemptor the newest either way (Decide reads Seq only
+				// against the preemptor's). Its findings are already
+				// recorded, the first one wins: skipped.
 				for _, r := range preemptors {
-					e.tryScenario(g, keep, mask, r, pv, []string{r}, recs)
+					if filled[r] {
+						e.tryScenario(s, g, mask, r, pv, []string{r}, recs)
+					}
 				}
 			}
 		}
@@ -143,16 +153,27 @@ func (e *explainer) subMasks(g group) [][]bool {
 	return out
 }
 
-// tryScenario builds one situation for a group (services up per mask; the
-// group's queues, except skip, filled with jobs at ladder[pv], or nothing
-// filled when pv < 0) and tries every preemptor of the given queues.
-func (e *explainer) tryScenario(g group, keep map[string]bool, mask []bool, skip string, pv int, preemptors []string, recs map[string]*fireRecord) {
-	s := newSnapshotOf(e.p, keep)
+// tryScenario builds one situation for a group in s, the group's snapshot
+// with nothing admitted (services up per mask; the group's queues, except
+// skip, filled with jobs at ladder[pv], or nothing filled when pv < 0),
+// and tries every preemptor of the given queues. It returns the queues
+// that took at least one job, and leaves s with nothing admitted again:
+// a snapshot's usage is a function of what it admits (Remove undoes Add),
+// and only the order of creation and admission numbers, never their
+// values, decides anything.
+func (e *explainer) tryScenario(s *Snapshot, g group, mask []bool, skip string, pv int, preemptors []string, recs map[string]*fireRecord) (filledQueues map[string]bool) {
+	var added []*Workload
+	defer func() {
+		for i := len(added) - 1; i >= 0; i-- {
+			s.Remove(added[i])
+		}
+	}()
 	admit := func(w *Workload) bool {
 		if !s.Fits(w) {
 			return false
 		}
 		s.Add(w)
+		added = append(added, w)
 		return true
 	}
 	for _, q := range g.queues {
@@ -170,6 +191,7 @@ func (e *explainer) tryScenario(g group, keep map[string]bool, mask []bool, skip
 		}
 	}
 	fillWords := "nothing else running"
+	filledQueues = map[string]bool{}
 	if pv >= 0 {
 		pr := e.ladder[pv]
 		var filled []string
@@ -186,6 +208,7 @@ func (e *explainer) tryScenario(g group, keep map[string]bool, mask []bool, skip
 				}
 				if n > 0 {
 					filled = append(filled, fmt.Sprintf("%d %s %s jobs running in %s", n, pr.Name, tn, q))
+					filledQueues[q] = true
 				}
 			}
 		}
@@ -201,17 +224,25 @@ func (e *explainer) tryScenario(g group, keep map[string]bool, mask []bool, skip
 	for _, r := range preemptors {
 		e.tryPreemptors(s, g, r, pv, upNow, state, fillWords, recs[r])
 	}
+	return filledQueues
 }
 
 func (e *explainer) tryPreemptors(s *Snapshot, g group, r string, pv int, upNow map[string]bool, state, fillWords string, rec *fireRecord) {
-	try := func(w *Workload, what string) {
+	// what names the preemptor, in a recorded situation only.
+	what := func(w *Workload) string {
+		if w.Service != "" {
+			return "a waking " + w.Service
+		}
+		return fmt.Sprintf("a %s %s job", w.Priority, w.Template)
+	}
+	try := func(w *Workload) {
 		d := s.Decide(w)
 		switch d.Outcome {
 		case Preempt:
 			for _, t := range d.Targets {
 				pol := PolicyOf(t.Reason)
 				if _, ok := rec.fired[pol]; !ok {
-					rec.fired[pol] = fmt.Sprintf("with %s and %s, %s evicts %s (%s)", state, fillWords, what, t.Workload.Name, t.Reason)
+					rec.fired[pol] = fmt.Sprintf("with %s and %s, %s evicts %s (%s)", state, fillWords, what(w), t.Workload.Name, t.Reason)
 				}
 				if t.Reason == ReasonInCohortReclaimWhileBorrowing {
 					// reclaimWithinCohort is what collects the victim.
@@ -241,13 +272,13 @@ func (e *explainer) tryPreemptors(s *Snapshot, g group, r string, pv int, upNow 
 		t := e.p.Templates[tn]
 		for _, pr := range e.ladder {
 			try(s.NewWorkload(Workload{Name: tn + " job", Template: tn, Queue: r, Card: t.Card,
-				Priority: pr.Name, Value: pr.Value, Request: t.Request}), fmt.Sprintf("a %s %s job", pr.Name, tn))
+				Priority: pr.Name, Value: pr.Value, Request: t.Request}))
 		}
 	}
 	for _, i := range g.onDemand {
 		n := e.onDemand[i]
 		if e.p.Services[n].Queue == r && !upNow[n] {
-			try(serviceWorkload(s, e.p, n), "a waking "+n)
+			try(serviceWorkload(s, e.p, n))
 		}
 	}
 }

@@ -27,7 +27,15 @@
 //   - pkg/scheduler/preemption/common: SatisfiesPreemptionPolicy,
 //     CandidatesOrdering;
 //   - apis/kueue/v1beta2/clusterqueue_types.go: the CEL rule
-//     "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never".
+//     "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never";
+//   - pkg/cache/queue/cluster_queue.go: RequeueIfNotPresent (StrictFIFO
+//     puts a head that cannot be admitted straight back), and
+//     pkg/scheduler/scheduler.go: schedule, quotaResourcesToReserve,
+//     makeClassicalIterator (a head that needs preemption but finds no
+//     candidate reserves quota for the cycle) — queueing.go;
+//   - pkg/workload/resources.go: AdjustResources (a container without a
+//     request gets the LimitRange's defaultRequest before its limit), and
+//     workload.go: totalRequestsFromPodSets — counted.go.
 //
 // The documentation pages are https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/
 // and https://kueue.sigs.k8s.io/docs/concepts/preemption/; where the two

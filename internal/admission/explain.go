@@ -62,6 +62,17 @@ type Report struct {
 	Summary  []Outlook         `json:"summary"`
 	Capacity []Capacity        `json:"capacity"`
 	Findings []finding.Finding `json:"findings"`
+	// LockSizes says how each lock sized from quota got its size
+	// (SizeLocks), by lock name; empty when every lock has a number.
+	LockSizes []LockSize `json:"lockSizes"`
+	// Queueing is one entry per ClusterQueue: its queueingStrategy and,
+	// for StrictFIFO, the heads that hold off what Kueue would otherwise
+	// admit (queueing.go).
+	Queueing []Queueing `json:"queueing"`
+	// Access is, per namespace where GPU workloads run, what the policy's
+	// access rules let it use and whose workloads it can evict through
+	// each ClusterQueue's preemption (access.go).
+	Access []NamespaceAccess `json:"access"`
 	// gateText says what stands in front of Kueue (gateOf the policy),
 	// whether or not the capacity rows were enumerated.
 	gateText string
@@ -246,10 +257,15 @@ func Explain(p *policy.Policy) (*Report, error) { return ExplainWith(p, Options{
 // ExplainWith runs the admission analysis over a policy. The policy should
 // have passed policy.Check (vet); Explain reports mixed GPU-memory units
 // itself, for policies read from elsewhere. Its cost grows with the policy,
-// not with 2^services (see component). It fails only on an unknown States
-// option, or on States "all" for a policy with more than MaxOnDemand
-// on-demand services.
+// not with 2^services (see component). It fails on an unknown States
+// option, on States "all" for a policy with more than MaxOnDemand
+// on-demand services, and with SizeLocks' finding.List on a lock sized
+// from quota that computes to no size.
 func ExplainWith(p *policy.Policy, o Options) (*Report, error) {
+	p, sizes, err := SizeLocks(p)
+	if err != nil {
+		return nil, err
+	}
 	e := &explainer{
 		p:        p,
 		ladder:   p.Ladder(),
@@ -295,20 +311,27 @@ func ExplainWith(p *policy.Policy, o Options) (*Report, error) {
 	}
 	e.outlooks()
 	e.findingsAll()
+	queueing := e.queueing()
+	e.multiShare()
 	e.findings.Sort()
 	count := int64(-1)
 	if n < 63 {
 		count = int64(1) << n
 	}
 	r := &Report{
-		Policy:   p.Name,
-		Model:    "kueue " + KueueVersion + " classical preemption",
-		OnDemand: append([]string{}, e.onDemand...),
-		States:   StatesInfo{Mode: mode, Enumerated: enumerate, Count: count, Limit: MaxOnDemand, AutoLimit: AutoOnDemand},
-		Summary:  e.outlookList,
-		Capacity: e.rows,
-		Findings: e.findings,
-		gateText: gateOf(p),
+		Policy:    p.Name,
+		Model:     "kueue " + KueueVersion + " classical preemption",
+		OnDemand:  append([]string{}, e.onDemand...),
+		States:    StatesInfo{Mode: mode, Enumerated: enumerate, Count: count, Limit: MaxOnDemand, AutoLimit: AutoOnDemand},
+		Summary:   e.outlookList,
+		Capacity:  e.rows,
+		Findings:  e.findings,
+		LockSizes: sizes,
+		gateText:  gateOf(p),
+		Queueing:  queueing,
+	}
+	if r.LockSizes == nil {
+		r.LockSizes = []LockSize{}
 	}
 	if r.Summary == nil {
 		r.Summary = []Outlook{}
@@ -319,6 +342,7 @@ func ExplainWith(p *policy.Policy, o Options) (*Report, error) {
 	if r.Findings == nil {
 		r.Findings = []finding.Finding{}
 	}
+	r.Access = e.access()
 	return r, nil
 }
 

@@ -299,14 +299,14 @@ func (e *explainer) whyNoPreemption(s *Snapshot, v variant, pr policy.Priority, 
 		return "no preemption can make room the quota does not have"
 	}
 	cq := s.queue(v.t.Queue)
-	needs := map[FlavorResource]bool{}
+	var needs frSet
 	for _, res := range c.Binding {
-		needs[FlavorResource{v.t.Card, e.kindOf(res)}] = true
+		needs = needs.add(FlavorResource{v.t.Card, e.kindOf(res)})
 	}
-	for fr := range needs {
-		if v.t.Request.Get(fr.Kind) > cq.quotas[fr].Nominal && !borrowWithinCohortEnabled(cq.pre) {
+	for _, fr := range needs {
+		if v.t.Request.Get(fr.Kind) > cq.quota(fr).Nominal && !borrowWithinCohortEnabled(cq.pre) {
 			return fmt.Sprintf("Kueue does not even try preemption: one job's %s exceeds %s's own nominal quota (%s) and borrowWithinCohort is Never",
-				amountWords(fr.Kind, v.t.Request.Get(fr.Kind)), v.t.Queue, policy.FormatAmount(fr.Kind, cq.quotas[fr].Nominal))
+				amountWords(fr.Kind, v.t.Request.Get(fr.Kind)), v.t.Queue, policy.FormatAmount(fr.Kind, cq.quota(fr).Nominal))
 		}
 	}
 	reasons := map[string][]string{}

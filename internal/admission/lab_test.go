@@ -14,20 +14,31 @@ import (
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
-var (
-	labOnce   sync.Once
-	labPolicy *policy.Policy
-	labErr    error
-)
+// policyOnce is a policy loaded through CUE once per test binary; tests
+// copy it before changing it.
+type policyOnce struct {
+	once sync.Once
+	p    *policy.Policy
+	err  error
+}
+
+// get loads the policy the first time (load) and returns it; what names it
+// in the failure.
+func (o *policyOnce) get(t testing.TB, what string, load func() (*policy.Policy, error)) *policy.Policy {
+	t.Helper()
+	o.once.Do(func() { o.p, o.err = load() })
+	if o.err != nil {
+		t.Fatalf("loading %s: %v", what, o.err)
+	}
+	return o.p
+}
+
+var labOnce policyOnce
 
 // loadLab loads policies/lab through CUE once per test binary.
 func loadLab(t testing.TB) *policy.Policy {
 	t.Helper()
-	labOnce.Do(func() { labPolicy, labErr = policy.Load("../../policies/lab") })
-	if labErr != nil {
-		t.Fatalf("loading the lab policy: %v", labErr)
-	}
-	return labPolicy
+	return labOnce.get(t, "the lab policy", func() (*policy.Policy, error) { return policy.Load("../../policies/lab") })
 }
 
 func explain(t testing.TB, p *policy.Policy) *admission.Report {

@@ -94,7 +94,7 @@ func (s *Snapshot) Decide(w *Workload) Decision {
 	var short, never []FlavorResource
 	reqs := w.requests()
 	for _, r := range reqs {
-		if _, ok := cq.quotas[r.fr]; !ok || r.v > s.PotentialAvailable(w.Queue, r.fr) {
+		if !cq.hasQuota(r.fr) || r.v > cq.potentialAvailable(r.fr) {
 			never = append(never, r.fr)
 			continue
 		}
@@ -109,14 +109,14 @@ func (s *Snapshot) Decide(w *Workload) Decision {
 		return Decision{Outcome: Admit}
 	}
 	bwc := borrowWithinCohortEnabled(cq.pre)
-	needs := map[FlavorResource]bool{}
+	var needs frSet
 	for _, r := range reqs {
 		for _, fr := range short {
 			if r.fr == fr {
-				if r.v > cq.quotas[fr].Nominal && !bwc {
+				if r.v > cq.quota(fr).Nominal && !bwc {
 					return Decision{Outcome: Wait, Short: short}
 				}
-				needs[fr] = true
+				needs = needs.add(fr)
 			}
 		}
 	}
@@ -187,18 +187,18 @@ func satisfiesPolicy(pol string, preemptor, cand *Workload) bool {
 
 // withinNominal is schdcache.IsWithinNominalInResources: usage ≤ nominal
 // in every resource that needs preemption.
-func withinNominal(cq *clusterQueue, needs map[FlavorResource]bool) bool {
-	for fr := range needs {
-		if cq.usage[fr] > cq.quotas[fr].Nominal {
+func withinNominal(cq *clusterQueue, needs frSet) bool {
+	for _, fr := range needs {
+		if cq.used(fr) > cq.quota(fr).Nominal {
 			return false
 		}
 	}
 	return true
 }
 
-func usesNeeded(w *Workload, needs map[FlavorResource]bool) bool {
-	for _, r := range w.requests() {
-		if needs[r.fr] {
+func usesNeeded(w *Workload, needs frSet) bool {
+	for _, k := range policy.Kinds {
+		if w.Request.Get(k) > 0 && needs.has(FlavorResource{w.Card, k}) {
 			return true
 		}
 	}
@@ -234,7 +234,7 @@ func usesNeeded(w *Workload, needs map[FlavorResource]bool) bool {
 // candidates in order until the preemptor fits (workloadFits), then adds
 // back what is not needed (fillBackWorkloads). It tries "borrowing allowed"
 // and "not borrowing" in the order classicalPreemptions chooses.
-func (s *Snapshot) classicalTargets(w *Workload, cq *clusterQueue, needs map[FlavorResource]bool) []Target {
+func (s *Snapshot) classicalTargets(w *Workload, cq *clusterQueue, needs frSet) []Target {
 	var same, hier, prio []candidate
 	if policyEnabled(cq.pre.WithinClusterQueue) {
 		for _, x := range cq.workloads {
@@ -249,7 +249,7 @@ func (s *Snapshot) classicalTargets(w *Workload, cq *clusterQueue, needs map[Fla
 		// for every requested resource.
 		hasAdvantage := true
 		for _, r := range w.requests() {
-			if cq.usage[r.fr]+r.v > cq.quotas[r.fr].Nominal {
+			if cq.used(r.fr)+r.v > cq.quota(r.fr).Nominal {
 				hasAdvantage = false
 			}
 		}
@@ -301,8 +301,8 @@ func (s *Snapshot) classicalTargets(w *Workload, cq *clusterQueue, needs map[Fla
 	}
 
 	underNominal := true
-	for fr := range needs {
-		if cq.usage[fr] >= cq.quotas[fr].Nominal {
+	for _, fr := range needs {
+		if cq.used(fr) >= cq.quota(fr).Nominal {
 			underNominal = false
 		}
 	}
@@ -349,7 +349,7 @@ func (s *Snapshot) classicalTargets(w *Workload, cq *clusterQueue, needs map[Fla
 // Available and, when borrowing is not allowed, within nominal quota.
 func (s *Snapshot) workloadFits(w *Workload, cq *clusterQueue, allowBorrowing bool) bool {
 	for _, r := range w.requests() {
-		if !allowBorrowing && cq.usage[r.fr]+r.v > cq.quotas[r.fr].Nominal {
+		if !allowBorrowing && cq.used(r.fr)+r.v > cq.quota(r.fr).Nominal {
 			return false
 		}
 		if r.v > max(0, cq.available(r.fr)) {

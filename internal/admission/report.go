@@ -178,7 +178,14 @@ func gateWords(locked, free int) string {
 // table when it is short or asked for, and the findings, for a terminal.
 func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "Policy %q: GPU jobs admitted at once (%s, %s)\n", r.Policy, r.Model, r.gate())
+	if len(r.LockSizes) > 0 {
+		fmt.Fprintf(w, "\nLocks sized from quota:\n")
+		for _, ls := range r.LockSizes {
+			fmt.Fprintf(w, "  %s\n", ls.Words)
+		}
+	}
 	r.writeOutlooksText(w)
+	r.writeQueueingText(w)
 	if r.showRows() {
 		if err := r.writeRowsText(w); err != nil {
 			return err
@@ -186,6 +193,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	} else if len(r.OnDemand) > 0 {
 		fmt.Fprintf(w, "\nPer-state rows: %s\n", r.statesWords())
 	}
+	r.writeAccessText(w)
 	r.writeFindingsText(w)
 	return nil
 }
@@ -237,12 +245,21 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "### gpupolicy explain: `%s`\n\n", r.Policy)
 	fmt.Fprintf(w, "GPU jobs admitted at once, per template and priority (%s, %s). ", r.Model, r.gate())
 	fmt.Fprintf(w, "**%d error(s), %d warning(s), %d info.**\n\n", r.Count(finding.Error), r.Count(finding.Warning), r.Count(finding.Info))
+	if len(r.LockSizes) > 0 {
+		fmt.Fprintf(w, "Locks sized from quota:\n\n")
+		for _, ls := range r.LockSizes {
+			fmt.Fprintf(w, "- %s\n", ls.Words)
+		}
+		fmt.Fprintln(w)
+	}
 	r.writeOutlooksMarkdown(w)
+	r.writeQueueingMarkdown(w)
 	if r.showRows() {
 		r.writeRowsMarkdown(w)
 	} else if len(r.OnDemand) > 0 {
 		fmt.Fprintf(w, "Per-state rows: %s.\n", r.statesWords())
 	}
+	r.writeAccessMarkdown(w)
 	r.writeFindingsMarkdown(w)
 	return nil
 }

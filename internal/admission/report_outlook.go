@@ -139,13 +139,7 @@ func (r *Report) writeOutlooksText(w io.Writer) {
 		}
 		tw.Flush()
 		for _, n := range notes {
-			for k, line := range wrap(n, 86) {
-				if k == 0 {
-					fmt.Fprintf(w, "    %s\n", line)
-				} else {
-					fmt.Fprintf(w, "      %s\n", line)
-				}
-			}
+			writeHanging(w, n)
 		}
 	}
 }

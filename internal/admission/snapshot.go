@@ -46,7 +46,7 @@ type Workload struct {
 // Kinds order. Kueue's workload.Usage only carries the resources a pod
 // requests.
 func (w *Workload) requests() []frAmount {
-	out := make([]frAmount, 0, 3)
+	out := make([]frAmount, 0, 3) // len(policy.Kinds), a constant: on the stack once inlined
 	for _, k := range policy.Kinds {
 		if v := w.Request.Get(k); v > 0 {
 			out = append(out, frAmount{FlavorResource{w.Card, k}, v})
@@ -60,28 +60,125 @@ type frAmount struct {
 	v  int64
 }
 
+// frSet is a small set of FlavorResources (a workload asks at most one
+// card's Kinds), in the order added.
+type frSet []FlavorResource
+
+func (s frSet) has(fr FlavorResource) bool {
+	for _, x := range s {
+		if x == fr {
+			return true
+		}
+	}
+	return false
+}
+
+func (s frSet) add(fr FlavorResource) frSet {
+	if s.has(fr) {
+		return s
+	}
+	return append(s, fr)
+}
+
 // clusterQueue is Kueue's ClusterQueueSnapshot reduced to what classical
 // preemption reads: quotas, usage, the preemption policy and the admitted
 // workloads.
 type clusterQueue struct {
 	name   string
 	cohort *cohort
-	quotas map[FlavorResource]policy.Quota
-	usage  map[FlavorResource]int64
-	pre    policy.Preemption
+	// cells hold quota and usage per FlavorResource: a queue has a few (its
+	// cards × Kinds), so a scan beats a map.
+	cells []quotaCell
+	pre   policy.Preemption
 	// threshold is maxPriorityThreshold resolved to a value (nil: none).
 	threshold *int32
 	workloads []*Workload
+}
+
+// quotaCell is one FlavorResource of a ClusterQueue: its quota (has: the
+// queue's resource groups cover the card) and what its admitted workloads
+// use; pool is its cohort's cell for the same FlavorResource (nil without
+// a cohort).
+type quotaCell struct {
+	fr    FlavorResource
+	has   bool
+	quota policy.Quota
+	usage int64
+	pool  *poolCell
 }
 
 // cohort is an implicit Kueue cohort (a cohortName with no Cohort object):
 // no quota of its own and no parent. Its subtree quota is what its
 // ClusterQueues lend; its usage is what they use beyond their local quota.
 type cohort struct {
-	name    string
-	queues  []*clusterQueue
-	subtree map[FlavorResource]int64
-	usage   map[FlavorResource]int64
+	name   string
+	queues []*clusterQueue
+	cells  []*poolCell
+}
+
+// poolCell is one FlavorResource of a cohort: subtree and usage.
+type poolCell struct {
+	fr      FlavorResource
+	subtree int64
+	usage   int64
+}
+
+// pool returns the cohort's cell for fr, adding an empty one.
+func (co *cohort) pool(fr FlavorResource) *poolCell {
+	for _, c := range co.cells {
+		if c.fr == fr {
+			return c
+		}
+	}
+	c := &poolCell{fr: fr}
+	co.cells = append(co.cells, c)
+	return c
+}
+
+// cell returns the queue's cell for fr, nil when it has none.
+func (cq *clusterQueue) cell(fr FlavorResource) *quotaCell {
+	for i := range cq.cells {
+		if cq.cells[i].fr == fr {
+			return &cq.cells[i]
+		}
+	}
+	return nil
+}
+
+// cellFor returns the queue's cell for fr, adding one without quota (the
+// usage of a card the queue has no quota for).
+func (cq *clusterQueue) cellFor(fr FlavorResource) *quotaCell {
+	if c := cq.cell(fr); c != nil {
+		return c
+	}
+	c := quotaCell{fr: fr}
+	if cq.cohort != nil {
+		c.pool = cq.cohort.pool(fr)
+	}
+	cq.cells = append(cq.cells, c)
+	return &cq.cells[len(cq.cells)-1]
+}
+
+// quota is the queue's quota for fr (zero without one).
+func (cq *clusterQueue) quota(fr FlavorResource) policy.Quota {
+	if c := cq.cell(fr); c != nil {
+		return c.quota
+	}
+	return policy.Quota{}
+}
+
+// hasQuota reports whether the queue's resource groups cover fr.
+func (cq *clusterQueue) hasQuota(fr FlavorResource) bool {
+	c := cq.cell(fr)
+	return c != nil && c.has
+}
+
+// used is what the queue's admitted workloads use of fr.
+func (cq *clusterQueue) used(fr FlavorResource) int64 {
+	if c := cq.cell(fr); c != nil {
+		return c.usage
+	}
+	return 0
 }
 
 // Snapshot is Kueue's quota arithmetic over a policy's ClusterQueues, with a
@@ -114,14 +211,14 @@ func newSnapshotOf(p *policy.Policy, keep map[string]bool) *Snapshot {
 			continue
 		}
 		cq := &clusterQueue{
-			name:   n,
-			quotas: map[FlavorResource]policy.Quota{},
-			usage:  map[FlavorResource]int64{},
-			pre:    q.Preemption,
+			name:  n,
+			cells: make([]quotaCell, 0, len(q.Flavors)*len(policy.Kinds)),
+			pre:   q.Preemption,
 		}
-		for card, fq := range q.Flavors {
+		for _, card := range q.FlavorNames() {
+			fq := q.Flavors[card]
 			for _, k := range policy.Kinds {
-				cq.quotas[FlavorResource{card, k}] = fq.Get(k)
+				cq.cells = append(cq.cells, quotaCell{fr: FlavorResource{card, k}, has: true, quota: fq.Get(k)})
 			}
 		}
 		if th := q.Preemption.MaxPriorityThreshold; th != "" {
@@ -133,7 +230,7 @@ func newSnapshotOf(p *policy.Policy, keep map[string]bool) *Snapshot {
 		if q.Cohort != "" {
 			co := s.cohorts[q.Cohort]
 			if co == nil {
-				co = &cohort{name: q.Cohort, subtree: map[FlavorResource]int64{}, usage: map[FlavorResource]int64{}}
+				co = &cohort{name: q.Cohort}
 				s.cohorts[q.Cohort] = co
 			}
 			cq.cohort = co
@@ -141,8 +238,10 @@ func newSnapshotOf(p *policy.Policy, keep map[string]bool) *Snapshot {
 			// accumulateFromChild: a ClusterQueue contributes to its cohort
 			// what it does not keep local (nominal - localQuota, i.e.
 			// min(nominal, lendingLimit)).
-			for fr, qu := range cq.quotas {
-				co.subtree[fr] += qu.Nominal - localQuota(qu)
+			for i := range cq.cells {
+				c := &cq.cells[i]
+				c.pool = co.pool(c.fr)
+				c.pool.subtree += c.quota.Nominal - localQuota(c.quota)
 			}
 		}
 		s.queues[n] = cq
@@ -175,19 +274,19 @@ func (s *Snapshot) queue(name string) *clusterQueue {
 
 // Nominal is the queue's nominalQuota for fr.
 func (s *Snapshot) Nominal(queue string, fr FlavorResource) int64 {
-	return s.queue(queue).quotas[fr].Nominal
+	return s.queue(queue).quota(fr).Nominal
 }
 
 // Usage is what the queue's admitted workloads use of fr.
 func (s *Snapshot) Usage(queue string, fr FlavorResource) int64 {
-	return s.queue(queue).usage[fr]
+	return s.queue(queue).used(fr)
 }
 
 // Borrowing reports whether the queue uses more than its nominal quota of fr
 // (ClusterQueueSnapshot.Borrowing: usage > nominal).
 func (s *Snapshot) Borrowing(queue string, fr FlavorResource) bool {
 	cq := s.queue(queue)
-	return cq.usage[fr] > cq.quotas[fr].Nominal
+	return cq.used(fr) > cq.quota(fr).Nominal
 }
 
 // Available is how much of fr the queue can still take without preempting
@@ -211,23 +310,24 @@ func (s *Snapshot) Available(queue string, fr FlavorResource) int64 {
 }
 
 func (cq *clusterQueue) available(fr FlavorResource) int64 {
-	q, ok := cq.quotas[fr]
-	if !ok {
+	c := cq.cell(fr)
+	if c == nil || !c.has {
 		// The queue has no quota for the card: Kueue's flavor assigner
 		// never offers it a flavor its resource groups lack.
 		return 0
 	}
+	q := c.quota
 	if cq.cohort == nil {
-		return q.Nominal - cq.usage[fr]
+		return q.Nominal - c.usage
 	}
 	local := localQuota(q)
-	parent := cq.cohort.subtree[fr] - cq.cohort.usage[fr]
+	parent := c.pool.subtree - c.pool.usage
 	if q.BorrowingLimit != nil {
 		stored := q.Nominal - local
-		usedInParent := max(0, cq.usage[fr]-local)
+		usedInParent := max(0, c.usage-local)
 		parent = min(parent, stored-usedInParent+*q.BorrowingLimit)
 	}
-	return max(0, local-cq.usage[fr]) + parent
+	return max(0, local-c.usage) + parent
 }
 
 // PotentialAvailable is the most of fr the queue could ever hold, with
@@ -235,15 +335,19 @@ func (cq *clusterQueue) available(fr FlavorResource) int64 {
 // quota plus the cohort's whole pool, bounded by nominal + borrowingLimit.
 // A request above it is NoFit: Kueue never admits it.
 func (s *Snapshot) PotentialAvailable(queue string, fr FlavorResource) int64 {
-	cq := s.queue(queue)
-	q, ok := cq.quotas[fr]
-	if !ok {
+	return s.queue(queue).potentialAvailable(fr)
+}
+
+func (cq *clusterQueue) potentialAvailable(fr FlavorResource) int64 {
+	c := cq.cell(fr)
+	if c == nil || !c.has {
 		return 0
 	}
+	q := c.quota
 	if cq.cohort == nil {
 		return q.Nominal
 	}
-	avail := localQuota(q) + cq.cohort.subtree[fr]
+	avail := localQuota(q) + c.pool.subtree
 	if q.BorrowingLimit != nil {
 		avail = min(avail, q.Nominal+*q.BorrowingLimit)
 	}
@@ -253,21 +357,23 @@ func (s *Snapshot) PotentialAvailable(queue string, fr FlavorResource) int64 {
 // addUsage is resource_node.go's addUsage: the part of val beyond what is
 // left of the queue's local quota is stored in the cohort.
 func (cq *clusterQueue) addUsage(fr FlavorResource, val int64) {
-	localAvail := max(0, localQuota(cq.quotas[fr])-cq.usage[fr])
-	cq.usage[fr] += val
+	c := cq.cellFor(fr)
+	localAvail := max(0, localQuota(c.quota)-c.usage)
+	c.usage += val
 	if cq.cohort != nil && val > localAvail {
-		cq.cohort.usage[fr] += val - localAvail
+		c.pool.usage += val - localAvail
 	}
 }
 
 // removeUsage is resource_node.go's removeUsage.
 func (cq *clusterQueue) removeUsage(fr FlavorResource, val int64) {
-	stored := cq.usage[fr] - localQuota(cq.quotas[fr])
-	cq.usage[fr] -= val
+	c := cq.cellFor(fr)
+	stored := c.usage - localQuota(c.quota)
+	c.usage -= val
 	if stored <= 0 || cq.cohort == nil {
 		return
 	}
-	cq.cohort.usage[fr] -= min(val, stored)
+	c.pool.usage -= min(val, stored)
 }
 
 // NewWorkload stamps a workload with the next creation sequence number.
@@ -358,9 +464,9 @@ func (s *Snapshot) CanBorrow(queue string, fr FlavorResource) bool {
 	if cq.cohort == nil {
 		return false
 	}
-	q := cq.quotas[fr]
+	q := cq.quota(fr)
 	if q.BorrowingLimit != nil && *q.BorrowingLimit == 0 {
 		return false
 	}
-	return s.PotentialAvailable(queue, fr) > q.Nominal
+	return cq.potentialAvailable(fr) > q.Nominal
 }

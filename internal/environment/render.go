@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/gitrepo"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render"
@@ -38,7 +39,9 @@ func LoadAt(repo *gitrepo.Repo, commit, name string) (*Environment, error) {
 
 // PolicyAt loads the policy in dir (relative to the repository root) as it
 // is at a commit, from git objects; diagnostics name files as
-// "a1b2c3d:policies/lab/queues.cue".
+// "a1b2c3d:policies/lab/queues.cue". Its locks sized from quota have their
+// sizes (admission.SizeLocks), as the render at that commit has them, for
+// the verbs that read them from the model (status, verify, drift --live).
 func PolicyAt(repo *gitrepo.Repo, commit, dir string) (*policy.Policy, error) {
 	files, ok, err := repo.Files(commit, dir)
 	if err != nil {
@@ -55,7 +58,12 @@ func PolicyAt(repo *gitrepo.Repo, commit, dir string) (*policy.Policy, error) {
 		}
 	}
 	short := gitrepo.Short(commit)
-	return policy.LoadFiles(cue, func(name string) string { return short + ":" + path.Join(dir, name) })
+	p, err := policy.LoadFiles(cue, func(name string) string { return short + ":" + path.Join(dir, name) })
+	if err != nil {
+		return nil, err
+	}
+	p, _, err = admission.SizeLocks(p)
+	return p, err
 }
 
 // RenderAt renders environment name at a commit from the commit's own git

@@ -243,13 +243,22 @@ func TestCheckDeploy(t *testing.T) {
 	}
 }
 
+// mainLockSize is how cmd/gpupolicy/testdata/lab-series/locks.cue sizes
+// the main lock (from the general queue's quota: 4); a test that needs
+// another size puts a number in its place.
+const mainLockSize = `size: {fromQueue: "gpu-general", state: "on-demand-down"}`
+
 // MovePin writes the full SHA and commits environment.yaml alone, leaving
 // other work as it was; it says what the move deploys, and refuses to
 // commit over uncommitted edits of environment.yaml.
 func TestMovePin(t *testing.T) {
 	r, w := labRepo(t, true)
 	first := r.Head()
-	r.Write("policies/lab/locks.cue", strings.Replace(readFile(t, filepath.Join(repoRoot, "cmd/gpupolicy/testdata/lab-series/locks.cue")), "size:        4", "size:        2", 1))
+	locks := readFile(t, filepath.Join(repoRoot, "cmd/gpupolicy/testdata/lab-series/locks.cue"))
+	if !strings.Contains(locks, mainLockSize) {
+		t.Fatalf("lab-series/locks.cue no longer sizes the main lock with %s", mainLockSize)
+	}
+	r.Write("policies/lab/locks.cue", strings.Replace(locks, mainLockSize, "size: 2", 1))
 	files, err := w.RenderWorktree()
 	if err != nil {
 		t.Fatal(err)

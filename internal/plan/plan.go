@@ -9,6 +9,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gpupolicy/gpupolicy/drift"
@@ -47,8 +49,15 @@ type Report struct {
 	Policy    string   `json:"policy"`
 	Base      Revision `json:"base"`
 	Head      Revision `json:"head"`
+	// Locks lists the locks whose size the change moves: a number edited,
+	// or a lock sized from quota that a quota change moves.
+	Locks []LockChange `json:"locks"`
 	// Admission lists the capacity rows whose outcome the change changes.
 	Admission []CapacityChange `json:"admission"`
+	// Access lists the namespaces whose access rules (the priorities and
+	// LocalQueues they may use) or whose paths to evict other namespaces'
+	// workloads the change changes.
+	Access []AccessChange `json:"access"`
 	// FindingsAdded are the head's findings the base did not have;
 	// FindingsCleared the base's findings the head no longer has;
 	// FindingsChanged the head's findings whose rule, field and severity
@@ -107,12 +116,55 @@ func (c CapacityChange) Describe() string {
 	return fmt.Sprintf("%s jobs at once through %s, %s: %s → %s", c.Priority, c.Template, c.State, jobs(c.Base), jobs(c.Head))
 }
 
+// LockChange is one lock whose size differs between the base and the
+// head; Base or Head is nil where the lock does not exist.
+type LockChange struct {
+	Lock string    `json:"lock"`
+	Base *LockSide `json:"base"`
+	Head *LockSide `json:"head"`
+}
+
+// LockSide is a lock's size on one side and, for a lock sized from quota,
+// how it got it (admission.LockSize.Words; "" for a number).
+type LockSide struct {
+	Size      int64  `json:"size"`
+	FromQuota string `json:"fromQuota,omitempty"`
+}
+
+// Describe is "lock main: 4 → 5, sized from quota at the head (lock main:
+// 5 = jobs of gpu-step (...) ClusterQueue gpu-general admits at once
+// ...)", "lock cache: 1 → none (removed at the head)".
+func (c LockChange) Describe() string {
+	size := func(s *LockSide) string {
+		if s == nil {
+			return "none"
+		}
+		return fmt.Sprint(s.Size)
+	}
+	out := fmt.Sprintf("lock %s: %s → %s", c.Lock, size(c.Base), size(c.Head))
+	switch {
+	case c.Base == nil:
+		out += " (new at the head)"
+	case c.Head == nil:
+		out += " (removed at the head)"
+	}
+	switch {
+	case c.Head != nil && c.Head.FromQuota != "":
+		out += ", sized from quota at the head (" + c.Head.FromQuota + ")"
+	case c.Base != nil && c.Base.FromQuota != "":
+		out += ", sized from quota at the base (" + c.Base.FromQuota + ")"
+	}
+	return out
+}
+
 // side is one revision loaded and analysed.
 type side struct {
 	rev    Revision
 	policy *policy.Policy
 	set    drift.Set
 	report *admission.Report
+	// locks are the policy's locks, sized.
+	locks map[string]*LockSide
 }
 
 // Plan compares the policy at opts.Base with the policy at opts.Head. A
@@ -153,7 +205,9 @@ func Plan(opts Options) (*Report, error) {
 		Render:    drift.Compare(b.set, h.set),
 	}
 	drift.Explain(r.Render, b.set, h.set, Sides)
+	r.Locks = compareLocks(b.locks, h.locks)
 	r.Admission = compareCapacity(b.report, h.report, baseTemplates(b.policy), baseTemplates(h.policy))
+	r.Access = compareAccess(b.report.Access, h.report.Access)
 	r.FindingsAdded, r.FindingsCleared, r.FindingsChanged, r.FindingsChangedFrom = compareFindings(b.report.Findings, h.report.Findings)
 	return r, nil
 }
@@ -176,6 +230,18 @@ func load(repo *gitrepo.Repo, c gitrepo.Commit, dir string) (*side, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Locks sized from quota: their sizes, and how each got it.
+	p, sizes, err := admission.SizeLocks(p)
+	if err != nil {
+		return nil, err
+	}
+	s.locks = map[string]*LockSide{}
+	for n, l := range p.Locks {
+		s.locks[n] = &LockSide{Size: l.Size}
+	}
+	for _, ls := range sizes {
+		s.locks[ls.Lock].FromQuota = ls.Words
+	}
 	res, err := render.Render(p)
 	if err != nil {
 		return nil, err
@@ -190,6 +256,26 @@ func load(repo *gitrepo.Repo, c gitrepo.Commit, dir string) (*side, error) {
 	}
 	s.policy, s.set, s.report = p, set, rep
 	return s, nil
+}
+
+// compareLocks lists the locks whose size differs, by name.
+func compareLocks(base, head map[string]*LockSide) []LockChange {
+	names := map[string]bool{}
+	for n := range base {
+		names[n] = true
+	}
+	for n := range head {
+		names[n] = true
+	}
+	var out []LockChange
+	for _, n := range slices.Sorted(maps.Keys(names)) {
+		b, h := base[n], head[n]
+		if b != nil && h != nil && b.Size == h.Size {
+			continue
+		}
+		out = append(out, LockChange{Lock: n, Base: b, Head: h})
+	}
+	return out
 }
 
 type rowKey struct{ template, priority, state string }

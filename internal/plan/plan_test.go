@@ -12,9 +12,15 @@ import (
 	"github.com/gpupolicy/gpupolicy/internal/plan"
 )
 
+// mainLockSize is how cmd/gpupolicy/testdata/lab-series/locks.cue sizes
+// the main lock (from the general queue's quota: 4); a test that needs
+// another size puts a number in its place.
+const mainLockSize = `size: {fromQueue: "gpu-general", state: "on-demand-down"}`
+
 // commitLab commits the repository's lab policy, with the locks and
 // template of the write-ups' series (the main lock at size, the cache lock
-// of 1) unless size is "" (the lab as it stands: no Argo lock).
+// of 1) unless size is "" (the lab as it stands: no Argo lock). Size
+// "quota" keeps the series' main lock sized from the general queue's quota.
 func commitLab(t *testing.T, r *gittest.Repo, size, msg string) string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "..", "policies", "lab", "*.cue"))
@@ -31,11 +37,30 @@ func commitLab(t *testing.T, r *gittest.Repo, size, msg string) string {
 			if b, err = os.ReadFile(filepath.Join("..", "..", "cmd", "gpupolicy", "testdata", "lab-series", n)); err != nil {
 				t.Fatal(err)
 			}
-			b = bytes.Replace(b, []byte("size:        4"), []byte("size:        "+size), 1)
+			if n == "locks.cue" && !bytes.Contains(b, []byte(mainLockSize)) {
+				t.Fatalf("lab-series/locks.cue no longer sizes the main lock with %s", mainLockSize)
+			}
+			if size != "quota" {
+				b = bytes.Replace(b, []byte(mainLockSize), []byte("size: "+size), 1)
+			}
 		}
 		r.Write("policies/lab/"+filepath.Base(f), string(b))
 	}
 	return r.Commit(msg)
+}
+
+// planSince plans policies/lab from base to HEAD in r.
+func planSince(t *testing.T, r *gittest.Repo, base string) *plan.Report {
+	t.Helper()
+	g, err := gitrepo.Open(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := plan.Plan(plan.Options{Repo: g, Base: base, PolicyDir: "policies/lab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 // The write-up's step 3: the main lock goes from one to four, and batch
@@ -93,6 +118,59 @@ func TestLockOneToFour(t *testing.T) {
 	}
 }
 
+// The main lock sized from the general queue's quota (the series' lock of
+// 4, written as its derivation) follows the quota: a pull request that
+// lowers the host-memory nominalQuota from 12 GiB to 10 GiB moves it from
+// 4 to 3 ((10 − 4) / 2 GiB a job), and the plan says so, with the
+// derivation, beside the ConfigMap's new value and the rows it moves.
+func TestQuotaMovesLockSizedFromQuota(t *testing.T) {
+	r := gittest.Init(t)
+	base := commitLab(t, r, "quota", "locks: the main lock as the quota admits")
+	queues := r.Read("policies/lab/queues.cue")
+	const before = `hostMemory: nominalQuota: "12Gi"`
+	if !strings.Contains(queues, before) {
+		t.Fatalf("policies/lab/queues.cue no longer says %s", before)
+	}
+	r.Write("policies/lab/queues.cue", strings.Replace(queues, before, `hostMemory: nominalQuota: "10Gi"`, 1))
+	r.Commit("queues: 10 GiB of host memory for the general queue")
+	rep := planSince(t, r, base)
+	if len(rep.Locks) != 1 {
+		t.Fatalf("locks resized: %+v, want main alone", rep.Locks)
+	}
+	c := rep.Locks[0]
+	if c.Lock != "main" || c.Base == nil || c.Head == nil || c.Base.Size != 4 || c.Head.Size != 3 {
+		t.Fatalf("lock change %+v, want main 4 → 3", c)
+	}
+	const want = "lock main: 4 → 3, sized from quota at the head (lock main: 3 = jobs of gpu-step (1 share, 2,048 MiB host memory, 1,024 MiB GPU memory) ClusterQueue gpu-general admits at once with every on-demand service down (qwen2-5-7b); the next does not fit in memory)"
+	if c.Describe() != want {
+		t.Errorf("Describe() =\n%s\nwant\n%s", c.Describe(), want)
+	}
+	if !strings.Contains(c.Base.FromQuota, "lock main: 4 = ") || !strings.HasSuffix(c.Base.FromQuota, "the next does not fit in nvidia.com/gpu, memory") {
+		t.Errorf("the base's derivation: %q", c.Base.FromQuota)
+	}
+	var row, data bool
+	for _, a := range rep.Admission {
+		if a.Template == "gpu-step-no-cache" && a.Priority == "batch" && a.State == "qwen2-5-7b down" {
+			row = a.Base != nil && a.Head != nil && a.Base.Admitted == 4 && a.Head.Admitted == 3
+		}
+	}
+	for _, d := range rep.Render {
+		if d.Kind == "ConfigMap" && d.Path == "data.main" {
+			data = d.From == "4" && d.To == "3"
+		}
+	}
+	if !row || !data {
+		t.Errorf("batch row 4 → 3: %v; ConfigMap data.main 4 → 3: %v\n%+v\n%+v", row, data, rep.Admission, rep.Render)
+	}
+	var md bytes.Buffer
+	if err := rep.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "### Locks\n\n- "+want+"\n") {
+		t.Errorf("markdown lacks the lock:\n%s", md.String())
+	}
+}
+
 func TestNoChange(t *testing.T) {
 	r := gittest.Init(t)
 	c := commitLab(t, r, "4", "policy")
@@ -117,14 +195,7 @@ func TestKueueAloneTradeOff(t *testing.T) {
 	r := gittest.Init(t)
 	base := commitLab(t, r, "4", "locks: the main lock at four")
 	commitLab(t, r, "", "locks: none, Kueue alone gates")
-	g, err := gitrepo.Open(r.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := plan.Plan(plan.Options{Repo: g, Base: base, PolicyDir: "policies/lab"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := planSince(t, r, base)
 	var step bool
 	for _, c := range rep.Admission {
 		if c.Template == "gpu-step-no-cache" {
@@ -183,14 +254,7 @@ func TestFindingChangedShowsBoth(t *testing.T) {
 	tmpl := r.Read("policies/lab/templates.cue")
 	r.Write("policies/lab/templates.cue", strings.Replace(tmpl, "timeLimitSeconds: 3600", "timeLimitSeconds: 1800", 1))
 	r.Commit("templates: half the time limit")
-	g, err := gitrepo.Open(r.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := plan.Plan(plan.Options{Repo: g, Base: base, PolicyDir: "policies/lab"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := planSince(t, r, base)
 	if len(rep.FindingsChanged) == 0 || len(rep.FindingsChangedFrom) != len(rep.FindingsChanged) {
 		t.Fatalf("changed %v, from %v", rep.FindingsChanged, rep.FindingsChangedFrom)
 	}

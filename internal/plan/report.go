@@ -26,8 +26,14 @@ func (r *Report) JSON(w io.Writer) error { return output.WriteJSON(w, r.document
 // document is the report with its lists never null.
 func (r *Report) document() *Report {
 	out := *r
+	if out.Locks == nil {
+		out.Locks = []LockChange{}
+	}
 	if out.Admission == nil {
 		out.Admission = []CapacityChange{}
+	}
+	if out.Access == nil {
+		out.Access = []AccessChange{}
 	}
 	if out.FindingsAdded == nil {
 		out.FindingsAdded = []finding.Finding{}
@@ -63,6 +69,12 @@ func (r *Report) Text(w io.Writer) error {
 		fmt.Fprintln(w, "\nno change: the head renders exactly what the base does")
 		return nil
 	}
+	if len(r.Locks) > 0 {
+		fmt.Fprintln(w, "\nlock sizes it changes:")
+		for _, c := range r.Locks {
+			fmt.Fprintf(w, "  %s\n", c.Describe())
+		}
+	}
 	fmt.Fprintln(w, "\nwhat it does to admission:")
 	if len(r.Admission) == 0 {
 		fmt.Fprintln(w, "  nothing: every template, priority and service state admits what it did")
@@ -70,6 +82,7 @@ func (r *Report) Text(w io.Writer) error {
 	for _, c := range r.Admission {
 		fmt.Fprintf(w, "  %s (bound by %s → %s)\n", c.Describe(), bound(c.Base), bound(c.Head))
 	}
+	writeAccessText(w, r.Access)
 	writeFindingsText(w, "findings added", r.FindingsAdded)
 	writeFindingsText(w, "findings changed", r.FindingsChanged, r.FindingsChangedFrom...)
 	writeFindingsText(w, "findings cleared", r.FindingsCleared)
@@ -124,6 +137,14 @@ func (r *Report) Markdown(w io.Writer) error {
 		fmt.Fprintln(w, "**No change**: the head renders exactly what the base does.")
 		return nil
 	}
+	if len(r.Locks) > 0 {
+		fmt.Fprintln(w, "### Locks")
+		fmt.Fprintln(w)
+		for _, c := range r.Locks {
+			fmt.Fprintf(w, "- %s\n", mdEscape(c.Describe()))
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintln(w, "### Admission")
 	fmt.Fprintln(w)
 	if len(r.Admission) == 0 {
@@ -136,6 +157,7 @@ func (r *Report) Markdown(w io.Writer) error {
 				c.Template, c.Priority, c.State, jobs(c.Base), jobs(c.Head), mdEscape(bound(c.Base)), mdEscape(bound(c.Head)))
 		}
 	}
+	writeAccessMarkdown(w, r.Access)
 	if len(r.FindingsAdded)+len(r.FindingsChanged)+len(r.FindingsCleared) > 0 {
 		fmt.Fprintln(w, "\n### Findings")
 		writeFindingsMarkdown(w, "Added", r.FindingsAdded)

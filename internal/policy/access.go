@@ -102,6 +102,33 @@ func (p *Policy) DefaultPriorities(ns string) []string {
 // Allowed returns what a namespace's GPU workloads may use: what the policy
 // states (access.<ns>), and the defaults for what it leaves out.
 func (p *Policy) Allowed(ns string) Rights {
+	var here []string
+	for n, q := range p.Queues {
+		if slices.Contains(q.Namespaces, ns) {
+			here = append(here, n)
+		}
+	}
+	return p.allowed(ns, here)
+}
+
+// AllowedEach is Allowed for every namespace of GPUNamespaces, with one
+// pass over the queues for them all.
+func (p *Policy) AllowedEach() map[string]Rights {
+	here := map[string][]string{}
+	for n, q := range p.Queues {
+		for _, ns := range q.Namespaces {
+			here[ns] = append(here[ns], n)
+		}
+	}
+	out := map[string]Rights{}
+	for _, ns := range p.GPUNamespaces() {
+		out[ns] = p.allowed(ns, here[ns])
+	}
+	return out
+}
+
+// allowed is Allowed given the queues with a LocalQueue in ns (any order).
+func (p *Policy) allowed(ns string, here []string) Rights {
 	r := Rights{Namespace: ns}
 	a, stated := p.Access[ns]
 	if stated && a.PrioritiesStated {
@@ -121,10 +148,10 @@ func (p *Policy) Allowed(ns string) Rights {
 	if stated && a.QueuesStated {
 		queues = a.Queues
 	} else {
+		// Only the queues with a LocalQueue here: the loop below keeps no
+		// other.
 		r.QueuesDefault = true
-		for _, n := range p.QueueNames() {
-			queues = append(queues, n)
-		}
+		queues = here
 	}
 	seen := map[string]bool{}
 	for _, n := range slices.Sorted(slices.Values(queues)) {

@@ -107,7 +107,18 @@ func fromCUE(err error, rule finding.Rule, cc *cueContext) finding.List {
 				userPos = p
 			}
 		}
+		// A field the schema lacks because the model does not cover
+		// it (fair sharing, TAS, DRA, MultiKueue) is refused by its own
+		// rule, saying why, not reported as a typo.
+		r := rule
+		refused, isRefused := "", false
+		if msg == "field not allowed" {
+			refused, isRefused = notModelled(path)
+		}
 		path, msg, pos := cc.explain(path, msg, formatPos(userPos), schemaPos)
+		if isRefused {
+			r, msg = RuleNotModelled, refused
+		}
 		if pos == "" {
 			pos = cc.fallback
 		}
@@ -115,7 +126,7 @@ func fromCUE(err error, rule finding.Rule, cc *cueContext) finding.List {
 		if fp != "" {
 			msg = fp + ": " + msg
 		}
-		d := rule.New(msg)
+		d := r.New(msg)
 		d.Path, d.Pos = fp, pos
 		if seen[d.String()] {
 			continue
@@ -467,6 +478,11 @@ func userPos(root cue.Value, sels []cue.Selector) string {
 		fv := root.LookupPath(cue.MakePath(sels[:n]...))
 		if !fv.Exists() {
 			continue
+		}
+		// positionsOf's first, without its conjuncts (Expr evaluates
+		// them anew: most of a finding's cost) when it is the user's.
+		if pos := fv.Pos(); pos.IsValid() && !isSchemaFile(pos.Filename()) {
+			return formatPos(pos)
 		}
 		for _, pos := range positionsOf(fv) {
 			if !isSchemaFile(pos.Filename()) {

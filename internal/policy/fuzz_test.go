@@ -84,6 +84,16 @@ func FuzzPolicy(f *testing.F) {
 		display := func(n string) string { return "fuzz/" + n }
 
 		p, err := policy.LoadFiles(files, display)
+		// LoadFiles' fast path answers what its checked path does.
+		checked, cerr := policy.LoadFilesChecked(files, display)
+		switch {
+		case (err == nil) != (cerr == nil) || err != nil && err.Error() != cerr.Error():
+			t.Fatalf("LoadFiles and its checked path differ:\n%v\n--- and ---\n%v", err, cerr)
+		case err == nil:
+			if d := policy.SameLoad(p, checked); d != "" {
+				t.Fatalf("LoadFiles and its checked path differ: %s", d)
+			}
+		}
 		if err != nil {
 			var ds finding.List
 			if !errors.As(err, &ds) {
@@ -131,7 +141,7 @@ func checkFindings(t *testing.T, ds finding.List, posRE *regexp.Regexp) {
 	}
 }
 
-func labFiles(f *testing.F) map[string][]byte {
+func labFiles(f testing.TB) map[string][]byte {
 	entries, err := os.ReadDir("../../policies/lab")
 	if err != nil {
 		f.Fatal(err)

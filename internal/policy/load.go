@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/load"
+	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
 
 	"github.com/gpupolicy/gpupolicy/internal/finding"
@@ -94,38 +96,31 @@ func displayRelative(dir string) func(string) string {
 // from a git tree. display maps a base name to the name used in positions
 // (e.g. "a1b2c3d:policies/lab/queues.cue").
 func LoadFiles(files map[string][]byte, display func(name string) string) (*Policy, error) {
+	return loadFiles(files, display, true)
+}
+
+// loadFiles is LoadFiles; fast false takes the checked path even for a
+// policy evalChecked would answer (tests compare the two).
+func loadFiles(files map[string][]byte, display func(name string) string, fast bool) (*Policy, error) {
 	if len(files) == 0 {
 		return nil, finding.List{RulePolicyFiles.New("no .cue files in the policy directory")}
 	}
-	fsys := fstest.MapFS{
-		"cue.mod/module.cue": {Data: []byte(schema.ModuleFile)},
-	}
-	schemaFiles, err := fs.Glob(schema.Files, "*.cue")
+	files = normalizeLineEndings(files)
+	fsys, fromFS, err := policyFS(files, display)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range schemaFiles {
-		b, err := schema.Files.ReadFile(name)
-		if err != nil {
-			return nil, err
+	fallback := fallbackPos(files, display)
+	if fast {
+		if v, raw, ok := evalChecked(fsys, fromFS, files); ok {
+			return decodePolicy(v, raw, fallback)
 		}
-		fsys["schema/"+name] = &fstest.MapFile{Data: b}
 	}
-	files = normalizeLineEndings(files)
+	// The checked path: every step's errors worded for the user.
 	if ds := checkFiles(files, display); len(ds) > 0 {
 		return nil, ds
 	}
-	for name, b := range files {
-		fsys["policy/"+name] = &fstest.MapFile{Data: b}
-	}
-	cc := &cueContext{fallback: fallbackPos(files, display)}
-	fromFS := func(p string) string {
-		p = strings.TrimPrefix(p, "/")
-		if strings.HasPrefix(p, "policy/") {
-			return display(strings.TrimPrefix(p, "policy/"))
-		}
-		return p // schema/policy.cue: the embedded schema
-	}
+	cc := &cueContext{fallback: fallback}
 	cfg := &load.Config{FS: fsys, Dir: "/", FromFSPath: fromFS}
 	insts := load.Instances([]string{"./policy", "./schema"}, cfg)
 	ctx := cuecontext.New()
@@ -157,14 +152,123 @@ func LoadFiles(files map[string][]byte, display func(name string) string) (*Poli
 	if err != nil {
 		return nil, fromCUE(err, RuleSchema, cc)
 	}
+	return decodePolicy(v, raw, cc.fallback)
+}
+
+// policyFS lays out the policy's files (base name → content) and the
+// embedded schema as the CUE module the loader reads: policy/ and schema/
+// under modulePath. fromFS names a file of it in positions: display's name
+// for the policy's, schema/NAME for the schema's.
+func policyFS(files map[string][]byte, display func(name string) string) (fsys fstest.MapFS, fromFS func(string) string, err error) {
+	fsys = fstest.MapFS{
+		"cue.mod/module.cue": {Data: []byte(schema.ModuleFile)},
+	}
+	schemaFiles, err := fs.Glob(schema.Files, "*.cue")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, name := range schemaFiles {
+		b, err := schema.Files.ReadFile(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		fsys["schema/"+name] = &fstest.MapFile{Data: b}
+	}
+	for name, b := range files {
+		fsys["policy/"+name] = &fstest.MapFile{Data: b}
+	}
+	fromFS = func(p string) string {
+		p = strings.TrimPrefix(p, "/")
+		if strings.HasPrefix(p, "policy/") {
+			return display(strings.TrimPrefix(p, "policy/"))
+		}
+		return p // schema/policy.cue: the embedded schema
+	}
+	return fsys, fromFS, nil
+}
+
+// modulePath is the CUE module the policy is loaded in (schema.ModuleFile,
+// without its major version): the schema is modulePath/schema, the
+// policy's package modulePath/policy.
+const modulePath = "github.com/gpupolicy/gpupolicy"
+
+// checkDir holds the package evalChecked adds next to the policy's: it
+// imports the policy's package (%[1]s: its import path) and the schema
+// (%[2]s) and is their unification. Its directory is under schema/, so a
+// position in it is never taken for the user's.
+const (
+	checkDir  = "schema/gpupolicy-check"
+	checkFile = `package check
+
+import (
+	policy %[1]q
+	schema %[2]q
+)
+
+policy & schema.#Policy
+`
+)
+
+// evalChecked is LoadFiles' fast path: the policy's package unified with
+// #Policy, the value the checked path builds, in one evaluation instead of
+// two, and its JSON. The checked path builds the package (which embeds
+// #Policy) and then unifies it with #Policy, to close it over the fields
+// the embedding file declares itself (CUE allows those next to an
+// embedded definition); the unification evaluates every conjunct again.
+// Here the unification is the whole of a package that imports the
+// policy's, so the policy's package is never evaluated on its own.
+//
+// It answers ok only for a policy whose every file is in one package that
+// loads, evaluates with #Policy without error and is concrete (checkFiles
+// then finds nothing either); for anything else the checked path runs,
+// from scratch, and words the errors.
+func evalChecked(fsys fstest.MapFS, fromFS func(string) string, files map[string][]byte) (v cue.Value, raw []byte, ok bool) {
+	names := sortedFileNames(files)
+	if len(names) == 0 {
+		return cue.Value{}, nil, false
+	}
+	f, err := parser.ParseFile(names[0], files[names[0]], parser.PackageClauseOnly)
+	if err != nil || f.PackageName() == "" || f.PackageName() == "_" {
+		return cue.Value{}, nil, false
+	}
+	policyPath := modulePath + "/policy:" + f.PackageName()
+	fsys[checkDir+"/check.cue"] = &fstest.MapFile{Data: []byte(fmt.Sprintf(checkFile, policyPath, modulePath+"/schema"))}
+	defer delete(fsys, checkDir+"/check.cue")
+	insts := load.Instances([]string{"./" + checkDir}, &load.Config{FS: fsys, Dir: "/", FromFSPath: fromFS})
+	if len(insts) != 1 || insts[0].Err != nil {
+		return cue.Value{}, nil, false
+	}
+	loaded := false
+	for _, imp := range insts[0].Imports {
+		if imp.ImportPath == policyPath {
+			loaded = imp.Err == nil && len(imp.Files) == len(files)
+		}
+	}
+	if !loaded {
+		return cue.Value{}, nil, false
+	}
+	v = cuecontext.New().BuildInstance(insts[0])
+	if v.Err() != nil || v.Validate(cue.Concrete(true), cue.Final()) != nil {
+		return cue.Value{}, nil, false
+	}
+	raw, err = v.MarshalJSON()
+	if err != nil {
+		return cue.Value{}, nil, false
+	}
+	return v, raw, true
+}
+
+// decodePolicy decodes the evaluated policy's JSON into the model and
+// checks the model's rules (Check).
+func decodePolicy(v cue.Value, raw []byte, fallback string) (*Policy, error) {
 	var w wirePolicy
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
 		return nil, fmt.Errorf("decoding policy (schema and model disagree, a bug): %w", err)
 	}
 	p := w.model()
-	p.src = source{v: v, fallback: cc.fallback}
+	p.src = source{v: v, fallback: fallback}
 	if ds := p.Check(); len(ds) > 0 {
 		return nil, ds
 	}
@@ -195,7 +299,7 @@ func (p *Policy) Pos(sel ...string) string {
 	}
 	sels := make([]cue.Selector, len(sel))
 	for i, s := range sel {
-		if idx, err := strconv.Atoi(s); err == nil {
+		if idx, ok := listIndex(s); ok {
 			sels[i] = cue.Index(idx)
 		} else {
 			sels[i] = cue.Str(s)
@@ -205,6 +309,16 @@ func (p *Policy) Pos(sel ...string) string {
 		return pos
 	}
 	return p.src.fallback
+}
+
+// listIndex reads a path element as a list index the way strconv.Atoi does,
+// without Atoi's error for the usual case, a name (an error allocates).
+func listIndex(s string) (int, bool) {
+	if s == "" || !strings.ContainsAny(s[:1], "+-0123456789") {
+		return 0, false
+	}
+	i, err := strconv.Atoi(s)
+	return i, err == nil
 }
 
 func positionsOf(v cue.Value) []token.Pos {
@@ -226,7 +340,7 @@ func positionsOf(v cue.Value) []token.Pos {
 func PathString(sel ...string) string {
 	parts := make([]string, len(sel))
 	for i, s := range sel {
-		if _, err := strconv.Atoi(s); err == nil {
+		if _, ok := listIndex(s); ok {
 			parts[i] = s
 			continue
 		}

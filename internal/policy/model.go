@@ -12,6 +12,9 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // Kubernetes resource names for the quantities a GPU job requests. The
@@ -126,11 +129,93 @@ type Service struct {
 	// IdleScaleDownSeconds is how long an on-demand service stays up after
 	// its last request (0 for always-on services).
 	IdleScaleDownSeconds int64
-	Namespace            string
-	Queue                string
-	Priority             string
-	Card                 string
-	Request              Request
+	// LastActivity is where the service's idle scaler records its last
+	// request (on-demand services; the zero value: the policy does not
+	// say).
+	LastActivity LastActivity
+	Namespace    string
+	Queue        string
+	Priority     string
+	Card         string
+	Request      Request
+}
+
+// LastActivity is where an on-demand service's idle scaler records its
+// last request (schema #LastActivity): a time in one annotation or one
+// label on the service's pod or on the Deployment that owns it (On),
+// written as Format. The zero value means the policy does not say.
+type LastActivity struct {
+	// On is LastActivityOnPod or LastActivityOnDeployment.
+	On string
+	// Annotation or Label is the key (exactly one is set: rule
+	// last-activity).
+	Annotation, Label string
+	// Format is TimeRFC3339 or TimeUnix.
+	Format string
+}
+
+// Where a LastActivity is read (LastActivity.On), and how its time is
+// written (LastActivity.Format).
+const (
+	LastActivityOnPod        = "pod"
+	LastActivityOnDeployment = "deployment"
+	// TimeRFC3339: "2026-11-03T14:20:00Z". TimeUnix: seconds since the
+	// epoch ("1793715600"), the form a label value can hold.
+	TimeRFC3339 = "rfc3339"
+	TimeUnix    = "unix"
+)
+
+// Known reports whether the policy says where the last request is read.
+func (l LastActivity) Known() bool { return l.Annotation != "" || l.Label != "" }
+
+// Read returns the key's value among an object's annotations or labels.
+func (l LastActivity) Read(annotations, labels map[string]string) (string, bool) {
+	if l.Label != "" {
+		v, ok := labels[l.Label]
+		return v, ok
+	}
+	v, ok := annotations[l.Annotation]
+	return v, ok
+}
+
+// Parse reads a value written as Format. Errors name the format.
+func (l LastActivity) Parse(v string) (time.Time, error) {
+	if l.Format == TimeUnix {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%q is not a time in Unix seconds", v)
+		}
+		return time.Unix(n, 0).UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(v))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time", v)
+	}
+	return t.UTC(), nil
+}
+
+// Field says what is read: "annotation lab.internal/last-request (RFC
+// 3339)".
+func (l LastActivity) Field() string {
+	kind, key := "annotation", l.Annotation
+	if l.Label != "" {
+		kind, key = "label", l.Label
+	}
+	format := "RFC 3339"
+	if l.Format == TimeUnix {
+		format = "Unix seconds"
+	}
+	return fmt.Sprintf("%s %s (%s)", kind, key, format)
+}
+
+// Describe says what is read and where: "annotation
+// lab.internal/last-request (RFC 3339) on the service's pod".
+func (l LastActivity) Describe() string {
+	on := "pod"
+	if l.On == LastActivityOnDeployment {
+		on = "Deployment"
+	}
+	return l.Field() + " on the service's " + on
 }
 
 // Request is what one pod asks of a queue: shares, host memory (MiB) and
@@ -164,6 +249,29 @@ type ClusterQueue struct {
 	// Flavors maps a card (ResourceFlavor) name to its quotas.
 	Flavors    map[string]FlavorQuotas
 	Preemption Preemption
+	// QueueingStrategy is Kueue's queueingStrategy: BestEffortFIFO or
+	// StrictFIFO.
+	QueueingStrategy string
+}
+
+// Kueue's queueing strategies (ClusterQueue spec.queueingStrategy).
+const (
+	// BestEffortFIFO: a pending workload that cannot be admitted is set
+	// aside and the next one in the queue is tried (Kueue's default).
+	BestEffortFIFO = "BestEffortFIFO"
+	// StrictFIFO: the queue's head (highest priority, then oldest) is
+	// retried first every cycle, so nothing behind it is admitted while
+	// it cannot be.
+	StrictFIFO = "StrictFIFO"
+)
+
+// Strategy is the queue's queueing strategy, BestEffortFIFO when the
+// model leaves it empty (a policy built in Go rather than loaded).
+func (q ClusterQueue) Strategy() string {
+	if q.QueueingStrategy == "" {
+		return BestEffortFIFO
+	}
+	return q.QueueingStrategy
 }
 
 // FlavorNames returns the queue's flavors, sorted.
@@ -219,11 +327,47 @@ type Priority struct {
 
 // Lock is an Argo semaphore; its size is how many holders it admits.
 type Lock struct {
-	Name        string
-	Size        int64
+	Name string
+	// Size is how many steps hold the lock at once. A lock sized from
+	// quota (FromQueue set) has 0 here as loaded: admission.SizeLocks
+	// computes it, and render, explain, plan, status and verify read the
+	// policy it returns.
+	Size int64
+	// FromQueue sizes the lock from quota (#QueueAdmits); nil for a lock
+	// of a fixed size.
+	FromQueue   *QueueAdmits
 	TakenBefore []string
 	Description string
 }
+
+// QueueAdmits sizes a lock from quota (schema #QueueAdmits): as many jobs
+// of a template as a ClusterQueue admits at once without preempting
+// anything, in one service state.
+type QueueAdmits struct {
+	// Queue is the ClusterQueue (fromQueue).
+	Queue string
+	// Template is the step template whose default request each job asks;
+	// "" for the templates that take the lock through Queue, which must
+	// ask one request on one card.
+	Template string
+	// State maps every on-demand service to ServiceUp or ServiceDown, plus
+	// any name the policy wrote that is no on-demand service (vet reports
+	// it as unknown-reference).
+	State map[string]string
+	// Named is the state as the policy wrote it when it wrote a word
+	// (StateOnDemandDown, StateOnDemandUp); NamedServices, sorted, are the
+	// services it named otherwise.
+	Named         string
+	NamedServices []string
+}
+
+// The words a lock's size from quota may use for its service state.
+const (
+	// StateOnDemandDown: every on-demand service down (the default).
+	StateOnDemandDown = "on-demand-down"
+	// StateOnDemandUp: every on-demand service up.
+	StateOnDemandUp = "on-demand-up"
+)
 
 // Template is a GPU step WorkflowTemplate.
 type Template struct {
@@ -264,6 +408,14 @@ type DevicePlugin struct {
 	Namespace       string
 	ConfigMap       string
 	RenameByDefault bool
+	// FailRequestsGreaterThanOne is the plugin's time-slicing option: a
+	// container asking more than one share is refused at allocation
+	// (NvidiaDevicePlugin.Allocate, internal/plugin/server.go: "request
+	// for 'nvidia.com/gpu: 2' too large: maximum request size for shared
+	// resources is 1"), and the kubelet fails the pod with
+	// UnexpectedAdmissionError. False, the plugin's default, hands out as
+	// many replicas as asked.
+	FailRequestsGreaterThanOne bool
 }
 
 // QuantityForm records how one GPU-memory quantity was written.

@@ -24,7 +24,7 @@ var (
 	RuleSchema = vetRule("schema",
 		"the policy follows the schema embedded in gpupolicy: the shapes and bounds every stage relies on")
 	RuleUnknownReference = vetRule("unknown-reference",
-		"a name must refer to a card, queue, priority or lock the policy defines")
+		"a name must refer to a card, queue, priority, lock, template or on-demand service the policy defines")
 	RuleDefaultPriority = vetRule("default-priority",
 		"exactly one priority is the default, the one a GPU step gets when it names none")
 	RuleDuplicatePriority = vetRule("duplicate-priority-value",
@@ -72,6 +72,8 @@ func (p *Policy) Check() finding.List {
 	c.text()
 	c.declaration()
 	c.access()
+	c.multiShare()
+	c.lastActivity()
 	c.ds.SortByPos()
 	return c.ds
 }
@@ -144,7 +146,43 @@ func (c *checker) references() {
 			_, ok := p.Locks[b]
 			c.ref("lock", b, ok, "locks", n, "takenBefore", fmt.Sprint(i))
 		}
+		if q := p.Locks[n].FromQueue; q != nil {
+			c.lockFromQueue(n, q)
+		}
 	}
+}
+
+// lockFromQueue checks the names of a lock sized from quota: its queue,
+// template and the services its state names (on-demand ones only: an
+// always-on service is always up). Whether the size computes to at least
+// one is the admission model's to say (rule lock-from-quota, render.Check).
+func (c *checker) lockFromQueue(lock string, q *QueueAdmits) {
+	p := c.p
+	_, ok := p.Queues[q.Queue]
+	c.ref("queue", q.Queue, ok, "locks", lock, "size", "fromQueue")
+	if q.Template != "" {
+		_, ok := p.Templates[q.Template]
+		c.ref("template", q.Template, ok, "locks", lock, "size", "template")
+	}
+	for _, s := range q.NamedServices {
+		path := []string{"locks", lock, "size", "state", s}
+		sv, ok := p.Services[s]
+		switch {
+		case !ok:
+			c.add(RuleUnknownReference, path, "%s names service %q, which the policy does not define (its on-demand services: %s)",
+				PathString(path...), s, orNone(p.OnDemandServices()))
+		case sv.Mode != OnDemand:
+			c.add(RuleUnknownReference, path, "%s names service %q, which is always on: a state names on-demand services only (%s)",
+				PathString(path...), s, orNone(p.OnDemandServices()))
+		}
+	}
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // queueServes checks that a queue has quota for the card and a LocalQueue in
@@ -334,18 +372,34 @@ func (c *checker) locks() {
 
 func (c *checker) shares() {
 	p := c.p
-	for _, card := range p.CardNames() {
-		total, first := int64(0), ""
-		var holders []string
-		for _, qn := range p.QueueNames() {
-			if fq, ok := p.Queues[qn].Flavors[card]; ok && fq.Shares.Nominal > 0 {
-				total += fq.Shares.Nominal
-				holders = append(holders, fmt.Sprintf("%s %d", qn, fq.Shares.Nominal))
-				if first == "" {
-					first = qn
-				}
+	// The queues holding shares of each card, in name order: one pass
+	// over the queues, not one per card.
+	type holding struct {
+		total   int64
+		first   string
+		holders []string
+	}
+	held := map[string]*holding{}
+	for _, qn := range p.QueueNames() {
+		for card, fq := range p.Queues[qn].Flavors {
+			if fq.Shares.Nominal <= 0 {
+				continue
 			}
+			h := held[card]
+			if h == nil {
+				h = &holding{first: qn}
+				held[card] = h
+			}
+			h.total += fq.Shares.Nominal
+			h.holders = append(h.holders, fmt.Sprintf("%s %d", qn, fq.Shares.Nominal))
 		}
+	}
+	for _, card := range p.CardNames() {
+		h := held[card]
+		if h == nil {
+			h = &holding{}
+		}
+		total, first, holders := h.total, h.first, h.holders
 		if total > p.Cards[card].Shares {
 			c.add(RuleQuotaOverCard, []string{"queues", first, "flavors", card, "shares", "nominalQuota"},
 				"the queues' nominal quotas on card %q add up to %d shares (%s), but the card has %d",

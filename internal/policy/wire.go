@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // The wire types mirror the CUE schema's JSON; model() turns them into the
@@ -29,6 +31,8 @@ type wirePolicy struct {
 		Namespace       string `json:"namespace"`
 		ConfigMap       string `json:"configMap"`
 		RenameByDefault bool   `json:"renameByDefault"`
+		// FailRequestsGreaterThanOne is the time-slicing option.
+		FailRequestsGreaterThanOne bool `json:"failRequestsGreaterThanOne"`
 	} `json:"devicePlugin"`
 }
 
@@ -49,16 +53,22 @@ type wireCard struct {
 }
 
 type wireService struct {
-	Mode                 string  `json:"mode"`
-	IdleScaleDownSeconds int64   `json:"idleScaleDownSeconds"`
-	Namespace            string  `json:"namespace"`
-	Queue                string  `json:"queue"`
-	Priority             string  `json:"priority"`
-	Card                 string  `json:"card"`
-	Shares               int64   `json:"shares"`
-	HostMemory           hostMem `json:"hostMemory"`
-	GPUMemory            gpuMem  `json:"gpuMemory"`
-	Description          string  `json:"description"`
+	Mode                 string `json:"mode"`
+	IdleScaleDownSeconds int64  `json:"idleScaleDownSeconds"`
+	LastActivity         *struct {
+		On         string `json:"on"`
+		Annotation string `json:"annotation"`
+		Label      string `json:"label"`
+		Format     string `json:"format"`
+	} `json:"lastActivity"`
+	Namespace   string  `json:"namespace"`
+	Queue       string  `json:"queue"`
+	Priority    string  `json:"priority"`
+	Card        string  `json:"card"`
+	Shares      int64   `json:"shares"`
+	HostMemory  hostMem `json:"hostMemory"`
+	GPUMemory   gpuMem  `json:"gpuMemory"`
+	Description string  `json:"description"`
 }
 
 type wireQueue struct {
@@ -67,6 +77,8 @@ type wireQueue struct {
 	LocalQueue string                `json:"localQueue"`
 	Flavors    map[string]wireFlavor `json:"flavors"`
 	Preemption wirePreemption        `json:"preemption"`
+	// QueueingStrategy is "BestEffortFIFO" or "StrictFIFO".
+	QueueingStrategy string `json:"queueingStrategy"`
 }
 
 type wireFlavor struct {
@@ -97,9 +109,65 @@ type wirePreemption struct {
 }
 
 type wireLock struct {
-	Size        int64    `json:"size"`
-	TakenBefore []string `json:"takenBefore"`
-	Description string   `json:"description"`
+	Size        wireLockSize `json:"size"`
+	TakenBefore []string     `json:"takenBefore"`
+	Description string       `json:"description"`
+}
+
+// wireLockSize is a lock's size as the policy writes it: a number, or
+// #QueueAdmits (sized from quota).
+type wireLockSize struct {
+	N    int64
+	From *wireQueueAdmits
+}
+
+type wireQueueAdmits struct {
+	FromQueue string `json:"fromQueue"`
+	Template  string `json:"template"`
+	// State is "on-demand-down", "on-demand-up" or {SERVICE: "up"|"down"}.
+	State json.RawMessage `json:"state"`
+}
+
+func (s *wireLockSize) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &s.N); err == nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	s.From = &wireQueueAdmits{}
+	return dec.Decode(s.From)
+}
+
+// queueAdmits is the model of a size from quota: the state resolved over
+// the policy's on-demand services (onDemand), those the policy does not
+// name down; a name that is no on-demand service is kept for vet's
+// unknown-reference.
+func (w *wireQueueAdmits) queueAdmits(onDemand []string) *QueueAdmits {
+	q := &QueueAdmits{Queue: w.FromQueue, Template: w.Template, State: map[string]string{}}
+	var all string
+	if err := json.Unmarshal(w.State, &all); err == nil {
+		q.Named = all
+		each := ServiceDown
+		if all == StateOnDemandUp {
+			each = ServiceUp
+		}
+		for _, n := range onDemand {
+			q.State[n] = each
+		}
+		return q
+	}
+	// The schema admits nothing else: a map of services to up or down.
+	var named map[string]string
+	_ = json.Unmarshal(w.State, &named)
+	for _, n := range onDemand {
+		q.State[n] = ServiceDown
+	}
+	for n, s := range named {
+		q.State[n] = s
+		q.NamedServices = append(q.NamedServices, n)
+	}
+	slices.Sort(q.NamedServices)
+	return q
 }
 
 type wireTemplate struct {
@@ -182,6 +250,8 @@ func (w *wirePolicy) model() *Policy {
 			Namespace:       w.DevicePlugin.Namespace,
 			ConfigMap:       w.DevicePlugin.ConfigMap,
 			RenameByDefault: w.DevicePlugin.RenameByDefault,
+
+			FailRequestsGreaterThanOne: w.DevicePlugin.FailRequestsGreaterThanOne,
 		},
 	}
 	form := func(g gpuMem, path ...string) {
@@ -202,6 +272,11 @@ func (w *wirePolicy) model() *Policy {
 			Namespace:            s.Namespace, Queue: s.Queue, Priority: s.Priority, Card: s.Card,
 			Request: Request{Shares: s.Shares, HostMemoryMiB: s.HostMemory.MiB, GPUMemoryMiB: s.GPUMemory.MiB},
 		}
+		if la := s.LastActivity; la != nil {
+			sv := p.Services[n]
+			sv.LastActivity = LastActivity{On: la.On, Annotation: la.Annotation, Label: la.Label, Format: la.Format}
+			p.Services[n] = sv
+		}
 		form(s.GPUMemory, "services", n, "gpuMemory")
 	}
 	for n, q := range w.Queues {
@@ -214,6 +289,7 @@ func (w *wirePolicy) model() *Policy {
 				BorrowWithinCohort:   q.Preemption.BorrowWithinCohort.Policy,
 				MaxPriorityThreshold: q.Preemption.BorrowWithinCohort.MaxPriorityThreshold,
 			},
+			QueueingStrategy: q.QueueingStrategy,
 		}
 		if cq.LocalQueue == "" {
 			cq.LocalQueue = n
@@ -242,8 +318,13 @@ func (w *wirePolicy) model() *Policy {
 		pr.Name = n
 		p.Priorities[n] = pr
 	}
+	onDemand := p.OnDemandServices()
 	for n, l := range w.Locks {
-		p.Locks[n] = Lock{Name: n, Size: l.Size, TakenBefore: l.TakenBefore, Description: l.Description}
+		lk := Lock{Name: n, Size: l.Size.N, TakenBefore: l.TakenBefore, Description: l.Description}
+		if l.Size.From != nil {
+			lk.FromQueue = l.Size.From.queueAdmits(onDemand)
+		}
+		p.Locks[n] = lk
 	}
 	def := p.DefaultPriority()
 	for n, t := range w.Templates {

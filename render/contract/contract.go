@@ -123,6 +123,10 @@ const (
 	// RuleQueueNotAllowed: a workload naming a LocalQueue its namespace
 	// may not use.
 	RuleQueueNotAllowed = "queue-not-allowed"
+	// RuleDeclarationOverQueue: a pod (or a Job's pod template) declaring
+	// more GPU memory than its LocalQueue's ClusterQueue could ever admit
+	// (admission.DeclarationCeiling): Kueue would hold it forever.
+	RuleDeclarationOverQueue = "declaration-over-queue"
 )
 
 // AdmissionPolicyPrefix starts the name of each namespace's

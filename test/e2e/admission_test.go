@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpupolicy/gpupolicy/drift/live"
+	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/cluster"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/contract"
@@ -33,10 +34,21 @@ func gpuPod(p *policy.Policy, name string, labels map[string]string) *corev1.Pod
 	}
 }
 
+// declaring sets the GPU-memory declaration of a pod's container.
+func declaring(p *policy.Policy, pod *corev1.Pod, amount string) *corev1.Pod {
+	q := resource.MustParse(amount)
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Resources.Requests[corev1.ResourceName(p.DeclarationResource)] = q
+		pod.Spec.Containers[i].Resources.Limits[corev1.ResourceName(p.DeclarationResource)] = q
+	}
+	return pod
+}
+
 // TestAdmissionPolicy: after reconcile, the API server itself rejects a GPU
-// pod outside Kueue and a pod at a priority its namespace may not use, with
-// the policy's message; a Workflow through the rendered template at an
-// allowed priority still runs.
+// pod outside Kueue, a pod at a priority its namespace may not use and a pod
+// declaring more GPU memory than its queue could ever admit, with the
+// policy's message; an allowed pod passes, and a Workflow through the
+// rendered template at an allowed priority still runs.
 func TestAdmissionPolicy(t *testing.T) {
 	c := clustertest.Shared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -80,6 +92,24 @@ func TestAdmissionPolicy(t *testing.T) {
 		rejected(t, gpuPod(p, "borrowed-queue", map[string]string{
 			contract.LabelKueueQueue: p.Queues["gpu-large-model"].LocalQueue,
 		}), contract.RuleQueueNotAllowed)
+	})
+	t.Run("a declaration above what its queue could ever admit", func(t *testing.T) {
+		ceil, ok := admission.DeclarationCeiling(p, "gpu-general")
+		if !ok || ceil.MiB != 16311 {
+			t.Fatalf("gpu-general's ceiling %+v, want the card's 16,311 MiB", ceil)
+		}
+		pod := declaring(p, gpuPod(p, "too-big", map[string]string{
+			contract.LabelKueueQueue:    p.Queues["gpu-general"].LocalQueue,
+			contract.LabelKueuePriority: "batch",
+		}), policy.MiBString(ceil.MiB+1))
+		rejected(t, pod, contract.RuleDeclarationOverQueue,
+			"ValidatingAdmissionPolicy", "LocalQueue gpu-general admits no pod declaring 16312 MiB",
+			"ClusterQueue gpu-general can hold at most 16,311 MiB", "insufficient quota", "declare at most 16,311 MiB (gpupolicy.dev/gpu-memory: 16311Mi)")
+		// At the ceiling it passes: the line is Kueue's, not one MiB lower.
+		at := declaring(p, gpuPod(p, "at-ceiling", pod.Labels), policy.MiBString(ceil.MiB))
+		if _, err := pods.Create(ctx, at, dry); err != nil {
+			t.Fatalf("a pod declaring the queue's ceiling: %v", err)
+		}
 	})
 	t.Run("an allowed pod passes", func(t *testing.T) {
 		pod := gpuPod(p, "allowed", map[string]string{

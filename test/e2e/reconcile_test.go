@@ -3,15 +3,18 @@ package e2e
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpupolicy/gpupolicy/drift"
@@ -75,6 +78,10 @@ func TestReconcileAndLiveDrift(t *testing.T) {
 	}
 	r := &reconcile.Reconciler{Client: admin.Dynamic, Mapper: admin.Mapper}
 	desired := objects(set)
+
+	t.Run("reconcile --dry-run at the pin shows the admission objects it would create", func(t *testing.T) {
+		dryRunShowsAdmission(t, ctx, admin, r)
+	})
 
 	t.Run("dry run stores nothing", func(t *testing.T) {
 		res, err := r.Apply(ctx, desired, reconcile.Options{Owner: owner, DryRun: true})
@@ -193,6 +200,55 @@ func TestReconcileAndLiveDrift(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// dryRunShowsAdmission runs what gpupolicy reconcile --env local --dry-run
+// runs on a cluster that has none of the render yet (the render at the pin,
+// read from git objects; the API server's dry run; the lines it prints as
+// it goes) and checks that it shows, for every namespace where the pinned
+// policy's GPU workloads run, the ValidatingAdmissionPolicy and binding it
+// would create, and that it stored neither.
+func dryRunShowsAdmission(t *testing.T, ctx context.Context, admin *kube.Clients, r *reconcile.Reconciler) {
+	t.Helper()
+	ws, err := environment.Open("../..", "local", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, side, err := ws.Pinned(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := environment.PolicyAt(ws.Repo, side.Commit.Hash, ws.Env.Policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var printed []string
+	res, err := r.Apply(ctx, objects(pinned), reconcile.Options{Owner: owner, DryRun: true,
+		// As the command prints its progress.
+		Progress: func(ch reconcile.Change) {
+			if ch.Action != reconcile.Unchanged && ch.Action != reconcile.NotApplied {
+				printed = append(printed, ch.String())
+			}
+		}})
+	if err != nil {
+		t.Fatalf("%v\n%+v", err, res.Changes)
+	}
+	if len(p.GPUNamespaces()) == 0 {
+		t.Fatal("the pinned policy has no GPU namespace")
+	}
+	for _, ns := range p.GPUNamespaces() {
+		for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+			want := kind + "/" + contract.AdmissionPolicyPrefix + ns + " " + string(reconcile.Created)
+			if !slices.ContainsFunc(printed, func(l string) bool { return l == want || strings.HasPrefix(l, want+" (") }) {
+				t.Errorf("the dry run does not show %q; it printed:\n%s", want, strings.Join(printed, "\n"))
+			}
+		}
+		for _, gvr := range []schema.GroupVersionResource{contract.GVRValidatingAdmissionPolicy, contract.GVRValidatingAdmissionPolicyBinding} {
+			if _, err := admin.Dynamic.Resource(gvr).Get(ctx, contract.AdmissionPolicyPrefix+ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("the dry run stored %s %s%s (get: %v)", gvr.Resource, contract.AdmissionPolicyPrefix, ns, err)
+			}
+		}
+	}
 }
 
 // TestReconcileStopsMidwayAndRerunCompletes: an object the API server

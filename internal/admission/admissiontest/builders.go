@@ -124,12 +124,16 @@ func (w *PolicyWrapper) Obj() *policy.Policy {
 // QueueWrapper builds a ClusterQueue.
 type QueueWrapper struct{ q policy.ClusterQueue }
 
-// MakeQueue starts a ClusterQueue with no cohort, no quota and no
-// preemption.
+// MakeQueue starts a ClusterQueue with no cohort, no quota, no
+// preemption and Kueue's default queueing strategy, BestEffortFIFO.
 func MakeQueue(name string) *QueueWrapper {
 	return &QueueWrapper{q: policy.ClusterQueue{Name: name, Flavors: map[string]policy.FlavorQuotas{},
-		Preemption: policy.Preemption{WithinClusterQueue: "Never", ReclaimWithinCohort: "Never", BorrowWithinCohort: "Never"}}}
+		Preemption:       policy.Preemption{WithinClusterQueue: "Never", ReclaimWithinCohort: "Never", BorrowWithinCohort: "Never"},
+		QueueingStrategy: policy.BestEffortFIFO}}
 }
+
+// StrictFIFO sets the queueing strategy to StrictFIFO.
+func (q *QueueWrapper) StrictFIFO() *QueueWrapper { q.q.QueueingStrategy = policy.StrictFIFO; return q }
 
 // Cohort sets cohortName.
 func (q *QueueWrapper) Cohort(c string) *QueueWrapper { q.q.Cohort = c; return q }

@@ -1,0 +1,41 @@
+package policy_test
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpupolicy/gpupolicy/internal/policy"
+)
+
+// TestFieldBesideTheEmbedding: CUE allows the fields declared next to an
+// embedded definition, so the policy's package alone (what cue export
+// reads) accepts, in the file that embeds schema.#Policy, a field the
+// schema lacks, at the top or nested. Load unifies the package with #Policy
+// and refuses it at its position; its fast path leaves it to the checked
+// path, and takes the lab.
+func TestFieldBesideTheEmbedding(t *testing.T) {
+	lab := labFiles(t)
+	if !policy.EvalChecked(lab) {
+		t.Error("the lab does not take LoadFiles' fast path")
+	}
+	line := bytes.Count(lab["policy.cue"], []byte("\n")) + 1
+	for extra, want := range map[string]string{
+		"bogus: 1\n": "lab/policy.cue:" + strconv.Itoa(line) + ":1: schema: bogus: field not allowed",
+		`cards: "rtx-5060-ti": colour: "red"` + "\n": "lab/policy.cue:" + strconv.Itoa(line) + `:23: schema: cards."rtx-5060-ti".colour: field not allowed`,
+	} {
+		files := map[string][]byte{}
+		for n, b := range lab {
+			files[n] = b
+		}
+		files["policy.cue"] = append(append([]byte{}, lab["policy.cue"]...), extra...)
+		if policy.EvalChecked(files) {
+			t.Errorf("%q: the fast path takes a policy with a field the schema lacks", extra)
+		}
+		_, err := policy.LoadFiles(files, func(n string) string { return "lab/" + n })
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: Load = %v, want %s", extra, err, want)
+		}
+	}
+}
