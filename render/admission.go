@@ -76,7 +76,7 @@ func orNone(vs []string) string {
 }
 
 // admissionPolicy renders one namespace's ValidatingAdmissionPolicy.
-func admissionPolicy(p *policy.Policy, ns string) Object {
+func admissionPolicy(p *policy.Policy, ns string, ceilings map[string]admission.Ceiling) Object {
 	r := p.Allowed(ns)
 	gpuRes := []string{p.SharesResource(), p.DeclarationResource}
 	where := fmt.Sprintf("gpupolicy policy %s, namespace %s", p.Name, ns)
@@ -153,7 +153,7 @@ func admissionPolicy(p *policy.Policy, ns string) Object {
 		},
 	}
 	for i, lq := range r.LocalQueues {
-		c, ok := admission.DeclarationCeiling(p, r.Queues[i])
+		c, ok := ceilings[r.Queues[i]]
 		if !ok {
 			continue
 		}

@@ -48,8 +48,9 @@ func generate(p *policy.Policy, sizes []admission.LockSize) []Object {
 		out = append(out, limitRange(p, ns))
 		out = append(out, testJobConfigMap(p, ns))
 	}
+	ceilings := admission.DeclarationCeilings(p)
 	for _, ns := range p.GPUNamespaces() {
-		out = append(out, admissionPolicy(p, ns), admissionBinding(p, ns))
+		out = append(out, admissionPolicy(p, ns, ceilings), admissionBinding(p, ns))
 	}
 	return out
 }

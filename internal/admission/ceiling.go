@@ -54,11 +54,29 @@ func (c Ceiling) BoundByNode() bool { return c.NodeMiB < c.QuotaMiB }
 // DeclarationCeiling returns the queue's Ceiling; false when the policy has
 // no such queue or none of its flavors is a card of the policy.
 func DeclarationCeiling(p *policy.Policy, queue string) (Ceiling, bool) {
+	return ceilingIn(NewSnapshot(p), p, queue)
+}
+
+// DeclarationCeilings returns every queue's Ceiling, by queue name, from
+// one snapshot of p (a snapshot per queue made render's admission policies
+// quadratic in queues); queues without one are absent.
+func DeclarationCeilings(p *policy.Policy) map[string]Ceiling {
+	s := NewSnapshot(p)
+	out := map[string]Ceiling{}
+	for name := range p.Queues {
+		if c, ok := ceilingIn(s, p, name); ok {
+			out[name] = c
+		}
+	}
+	return out
+}
+
+// ceilingIn is DeclarationCeiling read from snapshot s of p (read only).
+func ceilingIn(s *Snapshot, p *policy.Policy, queue string) (Ceiling, bool) {
 	q, ok := p.Queues[queue]
 	if !ok {
 		return Ceiling{}, false
 	}
-	s := NewSnapshot(p)
 	var best Ceiling
 	found := false
 	for _, card := range q.FlavorNames() {
