@@ -350,6 +350,12 @@ func andList(s []string) string {
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
+// evictsAny reports whether any of the namespace's eviction paths is one
+// Kueue takes.
+func (na NamespaceAccess) evictsAny() bool {
+	return slices.ContainsFunc(na.Evicts, func(er EvictionRight) bool { return er.Possible })
+}
+
 const accessTitle = "Who may evict whom (the policy's access rules, through each ClusterQueue's preemption)"
 
 func (r *Report) writeAccessText(w io.Writer) {
@@ -359,7 +365,7 @@ func (r *Report) writeAccessText(w io.Writer) {
 	fmt.Fprintf(w, "\n%s:\n", accessTitle)
 	for _, na := range r.Access {
 		fmt.Fprintf(w, "  %s: %s\n", na.Namespace, na.rightsWords())
-		if !slices.ContainsFunc(na.Evicts, func(er EvictionRight) bool { return er.Possible }) {
+		if !na.evictsAny() {
 			fmt.Fprintf(w, "    evicts no other namespace's workloads\n")
 		}
 		for _, words := range evictionLines(na.Evicts) {
@@ -375,7 +381,7 @@ func (r *Report) writeAccessMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "#### %s\n\n", accessTitle)
 	for _, na := range r.Access {
 		fmt.Fprintf(w, "- **%s**: %s", na.Namespace, na.rightsWords())
-		if !slices.ContainsFunc(na.Evicts, func(er EvictionRight) bool { return er.Possible }) {
+		if !na.evictsAny() {
 			fmt.Fprintf(w, "; evicts no other namespace's workloads")
 		}
 		fmt.Fprintln(w)
