@@ -12,10 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/gpupolicy/gpupolicy/internal/kube"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/verify"
@@ -66,26 +66,20 @@ func Read(ctx context.Context, c Clients, p *policy.Policy) (*Observed, error) {
 			return nil, fmt.Errorf("reading Workloads in %s: %w", ns, err)
 		}
 		o.Workloads = append(o.Workloads, ws...)
-		ev, err := c.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
+		ev, err := kube.List[corev1.Event](ctx, c.Dynamic, kube.GVREvent, ns, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
 		if err != nil {
 			return nil, fmt.Errorf("reading events in %s: %w", ns, err)
 		}
-		o.Events = append(o.Events, ev.Items...)
+		o.Events = append(o.Events, ev...)
 	}
 	for _, ns := range p.JobNamespaces() {
-		l, err := c.Dynamic.Resource(contract.GVRWorkflow).Namespace(ns).List(ctx, metav1.ListOptions{})
+		wfs, err := kube.List[wfv1.Workflow](ctx, c.Dynamic, contract.GVRWorkflow, ns, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("reading Workflows in %s: %w", ns, err)
 		}
-		for i := range l.Items {
-			var wf wfv1.Workflow
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(l.Items[i].Object, &wf); err != nil {
-				return nil, fmt.Errorf("decoding Workflow %s/%s: %w", ns, l.Items[i].GetName(), err)
-			}
-			o.Workflows = append(o.Workflows, wf)
-		}
+		o.Workflows = append(o.Workflows, wfs...)
 		if p.SemaphoreConfigMap != "" {
-			cm, err := c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, p.SemaphoreConfigMap, metav1.GetOptions{})
+			cm, err := kube.Get[corev1.ConfigMap](ctx, c.Dynamic, kube.GVRConfigMap, ns, p.SemaphoreConfigMap)
 			if err == nil {
 				for k, v := range cm.Data {
 					if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
@@ -98,23 +92,23 @@ func Read(ctx context.Context, c Clients, p *policy.Policy) (*Observed, error) {
 		}
 	}
 	for _, ns := range deploymentNamespaces(p) {
-		rs, err := c.Kube.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		rs, err := kube.List[appsv1.ReplicaSet](ctx, c.Dynamic, kube.GVRReplicaSet, ns, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("reading ReplicaSets in %s (the policy reads a service's last request from its Deployment): %w", ns, err)
 		}
-		o.ReplicaSets = append(o.ReplicaSets, rs.Items...)
-		ds, err := c.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		o.ReplicaSets = append(o.ReplicaSets, rs...)
+		ds, err := kube.List[appsv1.Deployment](ctx, c.Dynamic, kube.GVRDeployment, ns, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("reading Deployments in %s (the policy reads a service's last request from its Deployment): %w", ns, err)
 		}
-		o.Deployments = append(o.Deployments, ds.Items...)
+		o.Deployments = append(o.Deployments, ds...)
 	}
-	pods, err := c.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	pods, err := kube.List[corev1.Pod](ctx, c.Dynamic, kube.GVRPod, "", metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading pods: %w", err)
 	}
 	shares := corev1.ResourceName(p.Resource(policy.Shares))
-	for _, pod := range pods.Items {
+	for _, pod := range pods {
 		q := podRequests(&pod)[shares]
 		if nss.Has(pod.Namespace) || q.Sign() > 0 {
 			o.Pods = append(o.Pods, pod)

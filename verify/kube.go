@@ -15,9 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/gpupolicy/gpupolicy/internal/kube"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/contract"
 )
@@ -42,10 +43,12 @@ const (
 	FieldManager = "gpupolicy-verify"
 )
 
-// Clients are the API clients verify uses.
+// Clients are the API clients verify uses (kube.Clients' Dynamic and
+// REST): every object through the dynamic client, typed where verify
+// reads it with kube.List and kube.Get; REST only for a pod's log.
 type Clients struct {
-	Kube    kubernetes.Interface
 	Dynamic dynamic.Interface
+	REST    rest.Interface
 }
 
 func toTyped(u *unstructured.Unstructured, out any) error {
@@ -60,22 +63,9 @@ func toUnstructured(obj any) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// listWorkloads lists Kueue Workloads in a namespace.
-// ListWorkloads reads the Workloads of a namespace, typed.
+// ListWorkloads reads the Kueue Workloads of a namespace, typed.
 func ListWorkloads(ctx context.Context, c Clients, ns string) ([]kueue.Workload, error) {
-	l, err := c.Dynamic.Resource(contract.GVRWorkload).Namespace(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]kueue.Workload, 0, len(l.Items))
-	for i := range l.Items {
-		var w kueue.Workload
-		if err := toTyped(&l.Items[i], &w); err != nil {
-			return nil, fmt.Errorf("decoding Workload %s/%s: %w", ns, l.Items[i].GetName(), err)
-		}
-		out = append(out, w)
-	}
-	return out, nil
+	return kube.List[kueue.Workload](ctx, c.Dynamic, contract.GVRWorkload, ns, metav1.ListOptions{})
 }
 
 // holdsQuota reports whether a Workload holds quota (QuotaReserved true,
@@ -199,7 +189,7 @@ func liveLockSize(ctx context.Context, c Clients, ns, configMap, lock string) *i
 	if configMap == "" {
 		return nil
 	}
-	cm, err := c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, configMap, metav1.GetOptions{})
+	cm, err := kube.Get[corev1.ConfigMap](ctx, c.Dynamic, kube.GVRConfigMap, ns, configMap)
 	if err != nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -42,7 +43,7 @@ func (f *clusterFlags) clients(t *envTarget) (*kube.Clients, string, error) {
 	}
 	// Ask once, so that an unreachable cluster is reported as that and not
 	// as a missing CRD further on.
-	if _, err := c.Kube.Discovery().ServerVersion(); err != nil {
+	if _, err := c.ServerVersion(context.Background()); err != nil {
 		return nil, "", fmt.Errorf("cannot reach the cluster at %s: %w", where, err)
 	}
 	return c, where, nil

@@ -114,7 +114,7 @@ func runStatus(cmd *cobra.Command, f statusFlags) error {
 		return err
 	}
 	in := status.Input{Policy: p, Environment: f.env, Pin: pin, Predict: predict}
-	clients := status.Clients{Kube: c.Kube, Dynamic: c.Dynamic}
+	clients := status.Clients{Dynamic: c.Dynamic, REST: c.REST}
 	once := func() (*status.Report, error) {
 		obs, err := status.Read(cmd.Context(), clients, p)
 		if err != nil {

@@ -1,26 +1,44 @@
 // Package kube builds the Kubernetes clients gpupolicy's cluster verbs
-// share (reconcile, drift --live, verify) from a kubeconfig and context.
+// share (reconcile, drift --live, status, verify) from a kubeconfig and
+// context.
+//
+// Every request goes through the dynamic client (objects as unstructured,
+// converted to the k8s.io/api types where code wants them typed: List, Get)
+// or a plain REST client (discovery, the server's version, a pod's log).
+// client-go's typed clientset and its discovery client (which imports the
+// clientset's scheme) are not used: their 58 packages register every
+// built-in API group in client-go's scheme at package init, some 10,000
+// allocations and 4-6 ms of CPU that every gpupolicy run paid before main,
+// vet and render included (issue 17; GODEBUG=inittrace=1).
 package kube
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/discovery/cached/memory"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Clients talk to one cluster.
 type Clients struct {
 	Config  *rest.Config
-	Kube    kubernetes.Interface
 	Dynamic dynamic.Interface
-	// Mapper maps kinds to resources through discovery, cached, and
-	// re-reads discovery when a kind is not found (a CRD installed since).
+	// REST is an unversioned REST client of the cluster (JSON), for the
+	// paths the dynamic client does not serve: discovery, /version, a
+	// pod's log.
+	REST rest.Interface
+	// Mapper maps kinds to resources through discovery, read per API group
+	// on first use and cached, and re-read when a kind is not found (a CRD
+	// installed since): NewMapper.
 	Mapper meta.RESTMapper
 }
 
@@ -60,16 +78,54 @@ func ForConfig(cfg *rest.Config) (*Clients, error) {
 	if cfg.QPS == 0 && cfg.RateLimiter == nil {
 		cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, err := dynamic.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
 		return nil, err
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
-	return &Clients{Config: cfg, Kube: kube, Dynamic: dyn, Mapper: restmapper.NewShortcutExpander(mapper, kube.Discovery(), nil)}, nil
+	rc := dynamic.ConfigFor(cfg)
+	rc.AcceptContentTypes, rc.ContentType = "application/json", "application/json"
+	rc.NegotiatedSerializer = statusCodecs().WithoutConversion()
+	r, err := rest.UnversionedRESTClientForConfigAndClient(rc, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{Config: cfg, Dynamic: dyn, REST: r, Mapper: NewMapper(r)}, nil
+}
+
+// statusCodecs decode what the REST client reads as objects: only a
+// failed request's metav1.Status (its reason and message become the
+// error, as with a typed client); discovery documents and logs are read
+// raw (getJSON, PodLog). Built per client, not at package init.
+func statusCodecs() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	return serializer.NewCodecFactory(s)
+}
+
+// ServerVersion asks the API server for its version (GET /version).
+func (c *Clients) ServerVersion(ctx context.Context) (*version.Info, error) {
+	var v version.Info
+	if err := getJSON(ctx, c.REST, "/version", &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// getJSON GETs path (absolute, e.g. "/apis/kueue.x-k8s.io") and decodes
+// its JSON body into out.
+func getJSON(ctx context.Context, r rest.Interface, path string, out any) error {
+	raw, err := r.Get().AbsPath(path).Do(ctx).Raw()
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return nil
 }
 
 func orDefault(p string) string {

@@ -124,7 +124,7 @@ func TestGitOpsEngineOffPin(t *testing.T) {
 			e.GitOps = environment.GitOps{Engine: engine, URL: "https://git.lab.internal/lab/gpu-policy.git"}
 			ref := e.Engine()
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ref.Namespace}}
-			if _, err := admin.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			if _, err := c.Clientset().CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				t.Fatal(err)
 			}
 			target := live.EngineTarget{EngineRef: ref, Env: "local", Pin: pin, Compare: compare}

@@ -302,7 +302,7 @@ func TestReconcileStopsMidwayAndRerunCompletes(t *testing.T) {
 	if _, err := r.Apply(ctx, []*unstructured.Unstructured{ns}, reconcile.Options{Owner: own}); err != nil {
 		t.Fatal(err)
 	}
-	_ = admin.Kube.CoreV1().Namespaces().Delete(ctx, "midway", metav1.DeleteOptions{})
+	_ = c.Clientset().CoreV1().Namespaces().Delete(ctx, "midway", metav1.DeleteOptions{})
 }
 
 // TestWorkloadCountedAtDefault: a job whose pod declares no GPU memory is
@@ -347,14 +347,14 @@ func TestWorkloadCountedAtDefault(t *testing.T) {
 		}
 	}
 	for _, j := range []*batchv1.Job{job("undeclared", ""), job("eval-12452", "12452Mi")} {
-		if _, err := admin.Kube.BatchV1().Jobs("experiments").Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Clientset().BatchV1().Jobs("experiments").Create(ctx, j, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	defer func() {
 		bg := metav1.DeletePropagationBackground
 		for _, n := range []string{"undeclared", "eval-12452"} {
-			_ = admin.Kube.BatchV1().Jobs("experiments").Delete(context.Background(), n, metav1.DeleteOptions{PropagationPolicy: &bg})
+			_ = c.Clientset().BatchV1().Jobs("experiments").Delete(context.Background(), n, metav1.DeleteOptions{PropagationPolicy: &bg})
 		}
 	}()
 	ro, err := c.ReadOnlyUser(ctx, "workload-reader")

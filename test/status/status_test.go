@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpupolicy/gpupolicy/internal/cluster"
+	"github.com/gpupolicy/gpupolicy/internal/kube"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/status"
@@ -138,7 +139,11 @@ func analyze(ctx context.Context, c *cluster.Cluster, p *policy.Policy) (*status
 	if err != nil {
 		return nil, err
 	}
-	obs, err := status.Read(ctx, status.Clients{Kube: c.Clientset(), Dynamic: c.Dynamic()}, p)
+	kc, err := kube.ForConfig(c.RESTConfig()) // the clients as the verb builds them
+	if err != nil {
+		return nil, err
+	}
+	obs, err := status.Read(ctx, status.Clients{Dynamic: kc.Dynamic, REST: kc.REST}, p)
 	if err != nil {
 		return nil, err
 	}

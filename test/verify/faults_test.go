@@ -50,7 +50,7 @@ func TestVerifyFaults(t *testing.T) {
 			}
 			o := options(t, tc.p, "faults"+strings.ToLower(tc.lock))
 			o.Levels, o.Hold, o.Faults = []int{1}, 10*time.Second, true
-			r, err := verify.Run(ctx, clients(c), o)
+			r, err := verify.Run(ctx, clients(t, c), o)
 			if err != nil {
 				t.Fatal(err)
 			}

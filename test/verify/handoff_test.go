@@ -41,7 +41,7 @@ func sideBySide(t *testing.T, ctx context.Context, c *cluster.Cluster, runID str
 	o.Levels, o.Hold = []int{level}, hold
 	o.Policy, o.Predict = nil, nil
 	restored := false
-	s, err := verify.RunSideBySide(ctx, clients(c), verify.SideBySideOptions{
+	s, err := verify.RunSideBySide(ctx, clients(t, c), verify.SideBySideOptions{
 		Options:  o,
 		Policies: []verify.PolicyRun{lock, alone},
 		Deploy:   func(ctx context.Context, p *policy.Policy) error { return clustertest.LabUp(ctx, c, p) },

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpupolicy/gpupolicy/internal/cluster"
 	"github.com/gpupolicy/gpupolicy/internal/finding"
+	"github.com/gpupolicy/gpupolicy/internal/kube"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/test/clustertest"
@@ -31,8 +32,14 @@ func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
 // labCluster starts the shared cluster on first use, or skips.
 func labCluster(t *testing.T) *cluster.Cluster { return clustertest.Shared(t) }
 
-func clients(c *cluster.Cluster) verify.Clients {
-	return verify.Clients{Kube: c.Clientset(), Dynamic: c.Dynamic()}
+// clients are verify's clients as the verb builds them (kube.ForConfig).
+func clients(t testing.TB, c *cluster.Cluster) verify.Clients {
+	t.Helper()
+	kc, err := kube.ForConfig(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return verify.Clients{Dynamic: kc.Dynamic, REST: kc.REST}
 }
 
 // labUp deploys the lab with the main lock at lock, the always-on models
@@ -91,7 +98,7 @@ func leftovers(t *testing.T, ctx context.Context, c *cluster.Cluster, runID stri
 	for _, cm := range cms.Items {
 		out = append(out, "ConfigMap "+cm.Name)
 	}
-	ws, err := verify.ListWorkloads(ctx, clients(c), "experiments")
+	ws, err := verify.ListWorkloads(ctx, clients(t, c), "experiments")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +159,7 @@ func TestVerifyLockFour(t *testing.T) {
 	// Long enough that four jobs submitted together overlap even when a
 	// loaded machine staggers their starts by a few seconds.
 	o.Hold = 12 * time.Second
-	r, err := verify.Run(ctx, clients(c), o)
+	r, err := verify.Run(ctx, clients(t, c), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +214,7 @@ func TestVerifyLockOne(t *testing.T) {
 	o := options(t, p, "lk1a")
 	o.Levels = []int{3}
 	o.Hold = 5 * time.Second
-	r, err := verify.Run(ctx, clients(c), o)
+	r, err := verify.Run(ctx, clients(t, c), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +248,7 @@ func TestVerify7BUp(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	st, err := verify.ReadState(ctx, clients(c), p)
+	st, err := verify.ReadState(ctx, clients(t, c), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +258,7 @@ func TestVerify7BUp(t *testing.T) {
 	o := options(t, p, "q7up")
 	o.Levels = []int{2, 3}
 	o.StarveWatch = 20 * time.Second
-	r, err := verify.Run(ctx, clients(c), o)
+	r, err := verify.Run(ctx, clients(t, c), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +297,7 @@ func TestVerifyCancel(t *testing.T) {
 	// The default grace (45 s): the simulated node ends the terminated
 	// step's pod itself, as a kubelet would on SIGTERM; verify's deletion
 	// after the grace is for a pod that ignores it.
-	r, err := verify.Run(ctx, clients(c), o)
+	r, err := verify.Run(ctx, clients(t, c), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +342,7 @@ func TestVerifyCancelFreshCluster(t *testing.T) {
 	}
 	// The pods are gone; wait for Kueue to finish their Workloads.
 	clustertest.WaitFor(t, ctx, "always-on services holding no quota", func(ctx context.Context) (bool, error) {
-		st, err := verify.ReadState(ctx, clients(c), p)
+		st, err := verify.ReadState(ctx, clients(t, c), p)
 		return err == nil && len(st.AlwaysOnAbsent) == len(alwaysOn), err
 	})
 	t.Cleanup(func() {
@@ -349,7 +356,7 @@ func TestVerifyCancelFreshCluster(t *testing.T) {
 	o.Levels = []int{1}
 	o.Cancel = true
 	o.Hold = 12 * time.Second
-	r, err := verify.Run(ctx, clients(c), o)
+	r, err := verify.Run(ctx, clients(t, c), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +418,7 @@ func TestVerifyCleanupOnInterrupt(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
-	r, err := verify.Run(rctx, clients(c), o)
+	r, err := verify.Run(rctx, clients(t, c), o)
 	stop()
 	if !errors.Is(err, verify.ErrInterrupted) || r == nil {
 		t.Fatalf("interrupted run: %v", err)
@@ -425,7 +432,7 @@ func TestVerifyCleanupOnInterrupt(t *testing.T) {
 	o.Levels = []int{2}
 	o.Hold = time.Minute
 	o.Timeout = 15 * time.Second
-	r, err = verify.Run(ctx, clients(c), o)
+	r, err = verify.Run(ctx, clients(t, c), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package gctune
 
 import (
 	"os"
@@ -15,31 +15,31 @@ func gcPercent() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// tuneGC collects at 400% while the live heap is small and returns to the
-// default once it passes gcSmallHeap; a GOGC in the environment wins.
+// Tune collects at PercentSmall while the live heap is small and returns
+// to the default once it passes SmallHeap; a GOGC in the environment wins.
 func TestTuneGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 
 	t.Setenv("GOGC", "100")
-	tuneGC()
+	Tune()
 	if p := gcPercent(); p != 100 {
 		t.Fatalf("with GOGC set, percent %d", p)
 	}
 
 	os.Unsetenv("GOGC") // t.Setenv restores it
-	runtime.GC()        // a small live heap, below gcSmallHeap
-	tuneGC()
-	if p := gcPercent(); p != gcPercentSmall {
-		t.Fatalf("percent %d, want %d", p, gcPercentSmall)
+	runtime.GC()        // a small live heap, below SmallHeap
+	Tune()
+	if p := gcPercent(); p != PercentSmall {
+		t.Fatalf("percent %d, want %d", p, PercentSmall)
 	}
 	runtime.GC()
 	time.Sleep(20 * time.Millisecond) // the finalizer's goroutine
-	if p := gcPercent(); p != gcPercentSmall {
-		t.Fatalf("after a collection of a small heap: percent %d, want still %d", p, gcPercentSmall)
+	if p := gcPercent(); p != PercentSmall {
+		t.Fatalf("after a collection of a small heap: percent %d, want still %d", p, PercentSmall)
 	}
 
 	live := make([][]byte, 0, 16)
-	for range 2 * gcSmallHeap >> 20 {
+	for range 2 * SmallHeap >> 20 {
 		live = append(live, make([]byte, 1<<20))
 	}
 	deadline := time.Now().Add(5 * time.Second)
