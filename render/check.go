@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
@@ -36,16 +38,28 @@ func Check(p *policy.Policy) (finding.List, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Only the kinds with a CRD are encoded: the others (Namespaces,
+	// ConfigMaps, the admission policies) have nothing to check here. An
+	// object is let go once checked (o.Obj = nil), so that what is left
+	// to check is all the collector keeps of them.
+	var crd []int
 	for i := range objs {
+		if o := &objs[i]; v.Has(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind)) {
+			crd = append(crd, i)
+		} else {
+			o.Obj = nil
+		}
+	}
+	for _, i := range crd {
 		o := &objs[i]
 		u, err := toUnstructured(o.Obj)
 		if err != nil {
 			return nil, fmt.Errorf("render: encoding %s: %w", objectID(o.Kind, o.Namespace, o.Name), err)
 		}
-		if v.Has(u.GroupVersionKind()) {
-			if err := v.Validate(u); err != nil {
-				ds = append(ds, crdDiagnostics(p, o, err)...)
-			}
+		o.Obj = nil
+		// u is Check's own copy, dropped after: validated in place.
+		if err := v.ValidateOwned(u); err != nil {
+			ds = append(ds, crdDiagnostics(p, o, err)...)
 		}
 	}
 	ds.SortByPos()

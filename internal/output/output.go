@@ -5,7 +5,6 @@ package output
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -153,12 +152,12 @@ func offered(text, markdown func(io.Writer) error) []Format {
 
 // WriteJSON writes v as indented JSON with a trailing newline, HTML left
 // unescaped (messages quote <, > and &). Map keys are sorted, so equal
-// values give equal bytes.
+// values give equal bytes. A struct is written as it is encoded, field by
+// field and a slice field element by element (jsonstream.go): the bytes
+// of json.Encoder, without holding the whole document. On an error
+// (a value JSON cannot encode) w may have a part of it.
 func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	return streamJSON(w, v)
 }
 
 // WriteYAML writes v as YAML: its JSON (the same keys and values, so the
