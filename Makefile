@@ -60,6 +60,7 @@ testjob-deps:
 
 test: build cue cluster-build testjob-deps
 	$(CUE) vet -c ./policies/lab
+	$(CUE) vet -c ./policies/department
 	$(GO) vet ./...
 	$(GPUPOLICY) render --env lab --check
 	$(GPUPOLICY) render --env local --check

@@ -127,7 +127,7 @@ func sortDifferences(ds []Difference) {
 // kindRank orders kinds the way a reader of the lab thinks of them: what
 // jobs run through first, then the queues, then the rest.
 func kindRank(kind string) int {
-	for i, k := range []string{"WorkflowTemplate", "ConfigMap", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "ResourceFlavor", "LimitRange", "Namespace"} {
+	for i, k := range []string{"WorkflowTemplate", "ConfigMap", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "ResourceFlavor", "LimitRange", "Namespace"} {
 		if k == kind {
 			return i
 		}

@@ -113,6 +113,8 @@ func (x *explainer) explain(d *Difference) string {
 		return x.configMap(d)
 	case "ClusterQueue":
 		return x.clusterQueue(d)
+	case "Cohort":
+		return x.cohort(d)
 	case "WorkloadPriorityClass":
 		return x.priority(d)
 	case "LimitRange":
@@ -454,9 +456,11 @@ func timeSlicingReplicas(v any) (int64, bool) {
 
 // --- ClusterQueues ---------------------------------------------------------
 
-func (x *explainer) clusterQueue(d *Difference) string {
-	// spec.resourceGroups[i].flavors[F].resources[R].FIELD
-	var flavor, res, fieldName string
+// quotaField reads a difference in a resource group, the path
+// spec.resourceGroups[i].flavors[F].resources[R].FIELD: the flavor F, the
+// resource R and FIELD (nominalQuota, borrowingLimit, lendingLimit); ""
+// for what the path lacks.
+func quotaField(d *Difference) (flavor, res, fieldName string) {
 	for i := 0; i+1 < len(d.keys); i++ {
 		switch d.keys[i] {
 		case "flavors":
@@ -468,20 +472,28 @@ func (x *explainer) clusterQueue(d *Difference) string {
 	if last, ok := d.keys[len(d.keys)-1].(string); ok {
 		fieldName = last
 	}
+	return flavor, res, fieldName
+}
+
+// amount is a quota of resource res in the lab's words: "8 shares",
+// "12,288 MiB of host memory"; absent when the side lacks it.
+func (x *explainer) amount(res string, v any, present bool, absent string) string {
+	if !present {
+		return absent
+	}
+	if policy.IsSharesResource(res) {
+		return shares(v)
+	}
+	return quantity(res, v, x.decl) + " of " + resourceWord(res, x.decl)
+}
+
+func (x *explainer) clusterQueue(d *Difference) string {
+	flavor, res, fieldName := quotaField(d)
 	cohort := str(x.to[d.Object()].Body, "spec", "cohortName")
 	if cohort == "" {
 		cohort = str(x.to[d.Object()].Body, "spec", "cohort")
 	}
-	// amount is "8 shares", "12,288 MiB of host memory".
-	amount := func(v any, present bool, absent string) string {
-		if !present {
-			return absent
-		}
-		if policy.IsSharesResource(res) {
-			return shares(v)
-		}
-		return quantity(res, v, x.decl) + " of " + resourceWord(res, x.decl)
-	}
+	amount := func(v any, present bool, absent string) string { return x.amount(res, v, present, absent) }
 	if res != "" && flavor != "" {
 		switch fieldName {
 		case "nominalQuota":
@@ -630,6 +642,8 @@ func (x *explainer) added(d *Difference) string {
 		return fmt.Sprintf("%s has no LocalQueue %s in %s: jobs there that name it are never admitted.", capitalize(at), d.Name, d.Namespace)
 	case "ClusterQueue":
 		return fmt.Sprintf("%s has no ClusterQueue %s: LocalQueues that point at it admit nothing.", capitalize(at), d.Name)
+	case "Cohort":
+		return fmt.Sprintf("%s has no Cohort %s: the ClusterQueues and Cohorts that name it share only what they lend each other (an implicit cohort), without its quota or its parent's.", capitalize(at), d.Name)
 	case "WorkloadPriorityClass":
 		return fmt.Sprintf("%s has no priority %s: workloads that name it are rejected there.", capitalize(at), d.Name)
 	case "ResourceFlavor":

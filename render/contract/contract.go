@@ -86,6 +86,7 @@ var (
 var (
 	GVRResourceFlavor        = kueueGV.WithResource("resourceflavors")
 	GVRClusterQueue          = kueueGV.WithResource("clusterqueues")
+	GVRCohort                = kueueGV.WithResource("cohorts")
 	GVRLocalQueue            = kueueGV.WithResource("localqueues")
 	GVRWorkloadPriorityClass = kueueGV.WithResource("workloadpriorityclasses")
 	GVRWorkload              = kueueGV.WithResource("workloads")

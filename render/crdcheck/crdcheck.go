@@ -1,6 +1,6 @@
 // Package crdcheck validates Kubernetes custom resources in-process against
 // the real CustomResourceDefinitions of the components gpupolicy renders for:
-// Kueue v0.17.0 (ClusterQueue, LocalQueue, ResourceFlavor,
+// Kueue v0.17.0 (ClusterQueue, Cohort, LocalQueue, ResourceFlavor,
 // WorkloadPriorityClass), Argo Workflows v3.7.3 (WorkflowTemplate, the
 // "full" CRD with the complete schema), and the GitOps engines whose objects
 // carry an environment's pin: Flux (source-controller and
@@ -24,7 +24,10 @@
 // changes; TestGeneratedSchemasMatchCRDs fails while it is stale). At run
 // time a version's schemas are built on the first Validate of that kind,
 // and of its CEL rules only those that can fail the objects validated are
-// compiled (celFor), so a command pays for what it checks.
+// compiled (celFor), so a command pays for what it checks. The OpenAPI
+// schema check, most of an object's cost, runs once per distinct content
+// of a kind: objects equal but for their metadata share its errors
+// (memo.go).
 package crdcheck
 
 //go:generate go run gen.go
@@ -75,6 +78,7 @@ type Source struct {
 // again; TestEmbeddedCRDsMatchModuleCache says which copy is stale.
 var Sources = []Source{
 	{"kueue.x-k8s.io_clusterqueues.yaml", "sigs.k8s.io/kueue", "v0.17.0", "config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml"},
+	{"kueue.x-k8s.io_cohorts.yaml", "sigs.k8s.io/kueue", "v0.17.0", "config/components/crd/bases/kueue.x-k8s.io_cohorts.yaml"},
 	{"kueue.x-k8s.io_localqueues.yaml", "sigs.k8s.io/kueue", "v0.17.0", "config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml"},
 	{"kueue.x-k8s.io_resourceflavors.yaml", "sigs.k8s.io/kueue", "v0.17.0", "config/components/crd/bases/kueue.x-k8s.io_resourceflavors.yaml"},
 	{"kueue.x-k8s.io_workloadpriorityclasses.yaml", "sigs.k8s.io/kueue", "v0.17.0", "config/components/crd/bases/kueue.x-k8s.io_workloadpriorityclasses.yaml"},
@@ -132,6 +136,9 @@ type crdVersion struct {
 	// (celFor), each compiled once.
 	celMu sync.Mutex
 	cels  map[string]*cel.Validator
+
+	// memo holds the OpenAPI schema check's errors by content (memo.go).
+	memo openapiMemo
 }
 
 // load builds the version's schema validators once: the structural schema
@@ -142,6 +149,7 @@ func (cv *crdVersion) load() {
 		s, o := cv.build()
 		cv.structural = s
 		cv.openapi = apiservervalidation.NewSchemaValidatorFromOpenAPI(o)
+		cv.memo.enabled = metadataIsAnyObject(o)
 		cv.nestedRules = cv.hasRules && hasNestedRules(s)
 	})
 }
@@ -460,7 +468,28 @@ func (v *Validator) Validate(obj *unstructured.Unstructured) error {
 	if err := utiljson.Unmarshal(raw, &u); err != nil {
 		return fmt.Errorf("crdcheck: decoding %s %q: %w", gvk.Kind, obj.GetName(), err)
 	}
+	return cv.validate(gvk, obj, u)
+}
 
+// ValidateOwned is Validate for a caller that hands obj over and does not
+// use it after: obj.Object must be as the API server decodes JSON (numbers
+// int64, as k8s.io/apimachinery/pkg/util/json.Unmarshal gives them; only
+// maps, slices, strings, bools, int64 and float64), and is checked in
+// place, without Validate's copy: unknown fields are pruned from it and
+// the CRD's defaults set in it. The result is Validate's.
+func (v *Validator) ValidateOwned(obj *unstructured.Unstructured) error {
+	gvk := obj.GroupVersionKind()
+	cv, ok := v.byGVK[gvk]
+	if !ok {
+		return fmt.Errorf("crdcheck: no CRD for %s %q (known: %s)", gvk.String(), obj.GetName(), v.kindList())
+	}
+	return cv.validate(gvk, obj, obj.Object)
+}
+
+// validate checks u, the JSON-decoded content of obj, which it may modify
+// (pruning, defaulting); obj's metadata is read before u changes.
+func (cv *crdVersion) validate(gvk schema.GroupVersionKind, obj *unstructured.Unstructured, u map[string]any) error {
+	namespace, name := obj.GetNamespace(), obj.GetName()
 	cv.load()
 	var errs field.ErrorList
 	errs = append(errs, cv.validateMeta(obj)...)
@@ -471,7 +500,7 @@ func (v *Validator) Validate(obj *unstructured.Unstructured) error {
 	structuraldefaulting.Default(u, cv.structural)
 
 	ctx := context.Background()
-	errs = append(errs, apiservervalidation.ValidateCustomResource(nil, u, cv.openapi)...)
+	errs = append(errs, cv.openapiErrors(u)...)
 	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, u, cv.structural, false)...)
 	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, cv.structural, u)...)
 	celSkipped := false
@@ -486,7 +515,7 @@ func (v *Validator) Validate(obj *unstructured.Unstructured) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	e := &Error{Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), CRD: cv.crd + "/" + gvk.Version, CELSkipped: celSkipped}
+	e := &Error{Kind: gvk.Kind, Namespace: namespace, Name: name, CRD: cv.crd + "/" + gvk.Version, CELSkipped: celSkipped}
 	seen := map[FieldError]bool{}
 	for _, fe := range errs {
 		f := FieldError{Field: fe.Field, Message: fe.ErrorBody()}

@@ -16,6 +16,8 @@ var generatedSchemas = []schemaSource{
 	{File: "argoproj.io_workflowtemplates.yaml", CRD: "workflowtemplates.argoproj.io", Group: "argoproj.io", Version: "v1alpha1", Kind: "WorkflowTemplate", Namespaced: true, HasRules: false, OldSelfRules: nil, Build: schemaWorkflowTemplateV1alpha1},
 	{File: "kueue.x-k8s.io_clusterqueues.yaml", CRD: "clusterqueues.kueue.x-k8s.io", Group: "kueue.x-k8s.io", Version: "v1beta1", Kind: "ClusterQueue", Namespaced: false, HasRules: true, OldSelfRules: nil, Build: schemaClusterQueueV1beta1},
 	{File: "kueue.x-k8s.io_clusterqueues.yaml", CRD: "clusterqueues.kueue.x-k8s.io", Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "ClusterQueue", Namespaced: false, HasRules: true, OldSelfRules: nil, Build: schemaClusterQueueV1beta2},
+	{File: "kueue.x-k8s.io_cohorts.yaml", CRD: "cohorts.kueue.x-k8s.io", Group: "kueue.x-k8s.io", Version: "v1beta1", Kind: "Cohort", Namespaced: false, HasRules: true, OldSelfRules: nil, Build: schemaCohortV1beta1},
+	{File: "kueue.x-k8s.io_cohorts.yaml", CRD: "cohorts.kueue.x-k8s.io", Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "Cohort", Namespaced: false, HasRules: true, OldSelfRules: nil, Build: schemaCohortV1beta2},
 	{File: "kueue.x-k8s.io_localqueues.yaml", CRD: "localqueues.kueue.x-k8s.io", Group: "kueue.x-k8s.io", Version: "v1beta1", Kind: "LocalQueue", Namespaced: true, HasRules: true, OldSelfRules: []string{"self == oldSelf"}, Build: schemaLocalQueueV1beta1},
 	{File: "kueue.x-k8s.io_localqueues.yaml", CRD: "localqueues.kueue.x-k8s.io", Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "LocalQueue", Namespaced: true, HasRules: true, OldSelfRules: []string{"self == oldSelf"}, Build: schemaLocalQueueV1beta2},
 	{File: "kueue.x-k8s.io_resourceflavors.yaml", CRD: "resourceflavors.kueue.x-k8s.io", Group: "kueue.x-k8s.io", Version: "v1beta1", Kind: "ResourceFlavor", Namespaced: false, HasRules: true, OldSelfRules: []string{"!has(oldSelf.topologyName) || (has(self.nodeLabels) == has(oldSelf.nodeLabels) && (!has(self.nodeLabels) || self.nodeLabels == oldSelf.nodeLabels))", "!has(oldSelf.topologyName) || (has(self.tolerations) == has(oldSelf.tolerations) && (!has(self.tolerations) || self.tolerations == oldSelf.tolerations))", "!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == oldSelf.topologyName)"}, Build: schemaResourceFlavorV1beta1},
@@ -5673,6 +5675,397 @@ func schemaClusterQueueV1beta2() (*structuralschema.Structural, *spec.Schema) {
 		"status":     o108,
 	}}}
 	return &s54, &o109
+}
+
+// schemaCohortV1beta1 returns the schemas of Cohort v1beta1 (cohorts.kueue.x-k8s.io), converted from kueue.x-k8s.io_cohorts.yaml: 43 distinct nodes, each built once.
+func schemaCohortV1beta1() (*structuralschema.Structural, *spec.Schema) {
+	s1 := structuralschema.Structural{
+		Generic:         structuralschema.Generic{Type: "string"},
+		ValueValidation: &structuralschema.ValueValidation{},
+	}
+	s2 := structuralschema.Structural{
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{},
+	}
+	s3 := structuralschema.Structural{
+		Generic:         structuralschema.Generic{Default: structuralschema.JSON{Object: int64(1)}},
+		Extensions:      structuralschema.Extensions{XIntOrString: true},
+		ValueValidation: &structuralschema.ValueValidation{Pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$", AnyOf: []structuralschema.NestedValueValidation{structuralschema.NestedValueValidation{ForbiddenGenerics: structuralschema.Generic{Type: "integer"}}, structuralschema.NestedValueValidation{ForbiddenGenerics: structuralschema.Generic{Type: "string"}}}},
+	}
+	s4 := structuralschema.Structural{
+		Properties:      map[string]structuralschema.Structural{"weight": s3},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{},
+	}
+	s5 := structuralschema.Structural{
+		Generic:         structuralschema.Generic{Type: "string"},
+		ValueValidation: &structuralschema.ValueValidation{MaxLength: ptr.To(int64(253)), Pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},
+	}
+	s6 := structuralschema.Structural{
+		Items:           &s1,
+		Generic:         structuralschema.Generic{Type: "array"},
+		ValueValidation: &structuralschema.ValueValidation{MaxItems: ptr.To(int64(64)), MinItems: ptr.To(int64(1))},
+	}
+	s7 := structuralschema.Structural{
+		Extensions:      structuralschema.Extensions{XIntOrString: true},
+		ValueValidation: &structuralschema.ValueValidation{Pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$", AnyOf: []structuralschema.NestedValueValidation{structuralschema.NestedValueValidation{ForbiddenGenerics: structuralschema.Generic{Type: "integer"}}, structuralschema.NestedValueValidation{ForbiddenGenerics: structuralschema.Generic{Type: "string"}}}},
+	}
+	s8 := structuralschema.Structural{
+		Properties: map[string]structuralschema.Structural{
+			"borrowingLimit": s7,
+			"lendingLimit":   s7,
+			"name":           s1,
+			"nominalQuota":   s7,
+		},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{Required: []string{"name", "nominalQuota"}},
+	}
+	s9 := structuralschema.Structural{
+		Items:           &s8,
+		Generic:         structuralschema.Generic{Type: "array"},
+		Extensions:      structuralschema.Extensions{XListMapKeys: []string{"name"}, XListType: ptr.To("map")},
+		ValueValidation: &structuralschema.ValueValidation{MaxItems: ptr.To(int64(64)), MinItems: ptr.To(int64(1))},
+	}
+	s10 := structuralschema.Structural{
+		Properties: map[string]structuralschema.Structural{
+			"name":      s5,
+			"resources": s9,
+		},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{Required: []string{"name", "resources"}},
+	}
+	s11 := structuralschema.Structural{
+		Items:           &s10,
+		Generic:         structuralschema.Generic{Type: "array"},
+		Extensions:      structuralschema.Extensions{XListMapKeys: []string{"name"}, XListType: ptr.To("map")},
+		ValueValidation: &structuralschema.ValueValidation{MaxItems: ptr.To(int64(64)), MinItems: ptr.To(int64(1))},
+	}
+	s12 := structuralschema.Structural{
+		Properties: map[string]structuralschema.Structural{
+			"coveredResources": s6,
+			"flavors":          s11,
+		},
+		Generic:              structuralschema.Generic{Type: "object"},
+		ValidationExtensions: structuralschema.ValidationExtensions{XValidations: apiextensionsv1.ValidationRules{apiextensionsv1.ValidationRule{Rule: "self.flavors.all(x, size(x.resources) == size(self.coveredResources))", Message: "flavors must have the same number of resources as the coveredResources"}}},
+		ValueValidation:      &structuralschema.ValueValidation{Required: []string{"coveredResources", "flavors"}},
+	}
+	s13 := structuralschema.Structural{
+		Items:           &s12,
+		Generic:         structuralschema.Generic{Type: "array"},
+		Extensions:      structuralschema.Extensions{XListType: ptr.To("atomic")},
+		ValueValidation: &structuralschema.ValueValidation{MaxItems: ptr.To(int64(16))},
+	}
+	s14 := structuralschema.Structural{
+		Properties: map[string]structuralschema.Structural{
+			"fairSharing":    s4,
+			"parentName":     s5,
+			"resourceGroups": s13,
+		},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{},
+	}
+	s15 := structuralschema.Structural{
+		AdditionalProperties: &structuralschema.StructuralOrBool{Structural: &s7, Bool: true},
+		Generic:              structuralschema.Generic{Type: "object"},
+		ValueValidation:      &structuralschema.ValueValidation{},
+	}
+	s16 := structuralschema.Structural{
+		Generic:         structuralschema.Generic{Type: "string"},
+		ValueValidation: &structuralschema.ValueValidation{Format: "date-time"},
+	}
+	s17 := structuralschema.Structural{
+		Properties: map[string]structuralschema.Structural{
+			"consumedResources": s15,
+			"lastUpdate":        s16,
+		},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{Required: []string{"consumedResources", "lastUpdate"}},
+	}
+	s18 := structuralschema.Structural{
+		Generic:         structuralschema.Generic{Type: "integer"},
+		ValueValidation: &structuralschema.ValueValidation{Format: "int64"},
+	}
+	s19 := structuralschema.Structural{
+		Properties: map[string]structuralschema.Structural{
+			"admissionFairSharingStatus": s17,
+			"weightedShare":              s18,
+		},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{Required: []string{"weightedShare"}},
+	}
+	s20 := structuralschema.Structural{
+		Properties:      map[string]structuralschema.Structural{"fairSharing": s19},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{},
+	}
+	s21 := structuralschema.Structural{
+		Properties: map[string]structuralschema.Structural{
+			"apiVersion": s1,
+			"kind":       s1,
+			"metadata":   s2,
+			"spec":       s14,
+			"status":     s20,
+		},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{},
+	}
+	o22 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"string"}}}
+	o23 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}
+	o24 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"integer"}}}
+	o25 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-int-or-string": bool(true)}},
+		SchemaProps:      spec.SchemaProps{Type: spec.StringOrArray{"integer", "string"}, Default: int64(1), Pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$", AnyOf: []spec.Schema{o24, o22}},
+	}
+	o26 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Properties: map[string]spec.Schema{"weight": o25}}}
+	o27 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"string"}, MaxLength: ptr.To(int64(253)), Pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"}}
+	o28 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"array"}, MaxItems: ptr.To(int64(64)), MinItems: ptr.To(int64(1)), Items: &spec.SchemaOrArray{Schema: &o22}}}
+	o29 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-int-or-string": bool(true)}},
+		SchemaProps:      spec.SchemaProps{Type: spec.StringOrArray{"integer", "string"}, Pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$", AnyOf: []spec.Schema{o24, o22}},
+	}
+	o30 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Required: []string{"name", "nominalQuota"}, Properties: map[string]spec.Schema{
+		"borrowingLimit": o29,
+		"lendingLimit":   o29,
+		"name":           o22,
+		"nominalQuota":   o29,
+	}}}
+	o31 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{
+			"x-kubernetes-list-map-keys": []any{"name"},
+			"x-kubernetes-list-type":     "map",
+		}},
+		SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"array"}, MaxItems: ptr.To(int64(64)), MinItems: ptr.To(int64(1)), Items: &spec.SchemaOrArray{Schema: &o30}},
+	}
+	o32 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Required: []string{"name", "resources"}, Properties: map[string]spec.Schema{
+		"name":      o27,
+		"resources": o31,
+	}}}
+	o33 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{
+			"x-kubernetes-list-map-keys": []any{"name"},
+			"x-kubernetes-list-type":     "map",
+		}},
+		SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"array"}, MaxItems: ptr.To(int64(64)), MinItems: ptr.To(int64(1)), Items: &spec.SchemaOrArray{Schema: &o32}},
+	}
+	o34 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-validations": []any{apiextensionsv1.ValidationRule{Rule: "self.flavors.all(x, size(x.resources) == size(self.coveredResources))", Message: "flavors must have the same number of resources as the coveredResources"}}}},
+		SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Required: []string{"coveredResources", "flavors"}, Properties: map[string]spec.Schema{
+			"coveredResources": o28,
+			"flavors":          o33,
+		}},
+	}
+	o35 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-list-type": "atomic"}},
+		SchemaProps:      spec.SchemaProps{Type: spec.StringOrArray{"array"}, MaxItems: ptr.To(int64(16)), Items: &spec.SchemaOrArray{Schema: &o34}},
+	}
+	o36 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Properties: map[string]spec.Schema{
+		"fairSharing":    o26,
+		"parentName":     o27,
+		"resourceGroups": o35,
+	}}}
+	o37 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, AdditionalProperties: &spec.SchemaOrBool{Allows: true, Schema: &o29}}}
+	o38 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"string"}, Format: "date-time"}}
+	o39 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Required: []string{"consumedResources", "lastUpdate"}, Properties: map[string]spec.Schema{
+		"consumedResources": o37,
+		"lastUpdate":        o38,
+	}}}
+	o40 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"integer"}, Format: "int64"}}
+	o41 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Required: []string{"weightedShare"}, Properties: map[string]spec.Schema{
+		"admissionFairSharingStatus": o39,
+		"weightedShare":              o40,
+	}}}
+	o42 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Properties: map[string]spec.Schema{"fairSharing": o41}}}
+	o43 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Properties: map[string]spec.Schema{
+		"apiVersion": o22,
+		"kind":       o22,
+		"metadata":   o23,
+		"spec":       o36,
+		"status":     o42,
+	}}}
+	return &s21, &o43
+}
+
+// schemaCohortV1beta2 returns the schemas of Cohort v1beta2 (cohorts.kueue.x-k8s.io), converted from kueue.x-k8s.io_cohorts.yaml: 37 distinct nodes, each built once.
+func schemaCohortV1beta2() (*structuralschema.Structural, *spec.Schema) {
+	s1 := structuralschema.Structural{
+		Generic:         structuralschema.Generic{Type: "string"},
+		ValueValidation: &structuralschema.ValueValidation{},
+	}
+	s2 := structuralschema.Structural{
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{},
+	}
+	s3 := structuralschema.Structural{
+		Generic:         structuralschema.Generic{Default: structuralschema.JSON{Object: int64(1)}},
+		Extensions:      structuralschema.Extensions{XIntOrString: true},
+		ValueValidation: &structuralschema.ValueValidation{Pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$", AnyOf: []structuralschema.NestedValueValidation{structuralschema.NestedValueValidation{ForbiddenGenerics: structuralschema.Generic{Type: "integer"}}, structuralschema.NestedValueValidation{ForbiddenGenerics: structuralschema.Generic{Type: "string"}}}},
+	}
+	s4 := structuralschema.Structural{
+		Properties:      map[string]structuralschema.Structural{"weight": s3},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{},
+	}
+	s5 := structuralschema.Structural{
+		Generic:         structuralschema.Generic{Type: "string"},
+		ValueValidation: &structuralschema.ValueValidation{MaxLength: ptr.To(int64(253)), Pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},
+	}
+	s6 := structuralschema.Structural{
+		Items:           &s1,
+		Generic:         structuralschema.Generic{Type: "array"},
+		Extensions:      structuralschema.Extensions{XListType: ptr.To("atomic")},
+		ValueValidation: &structuralschema.ValueValidation{MaxItems: ptr.To(int64(64)), MinItems: ptr.To(int64(1))},
+	}
+	s7 := structuralschema.Structural{
+		Extensions:      structuralschema.Extensions{XIntOrString: true},
+		ValueValidation: &structuralschema.ValueValidation{Pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$", AnyOf: []structuralschema.NestedValueValidation{structuralschema.NestedValueValidation{ForbiddenGenerics: structuralschema.Generic{Type: "integer"}}, structuralschema.NestedValueValidation{ForbiddenGenerics: structuralschema.Generic{Type: "string"}}}},
+	}
+	s8 := structuralschema.Structural{
+		Properties: map[string]structuralschema.Structural{
+			"borrowingLimit": s7,
+			"lendingLimit":   s7,
+			"name":           s1,
+			"nominalQuota":   s7,
+		},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{Required: []string{"name", "nominalQuota"}},
+	}
+	s9 := structuralschema.Structural{
+		Items:           &s8,
+		Generic:         structuralschema.Generic{Type: "array"},
+		Extensions:      structuralschema.Extensions{XListMapKeys: []string{"name"}, XListType: ptr.To("map")},
+		ValueValidation: &structuralschema.ValueValidation{MaxItems: ptr.To(int64(64)), MinItems: ptr.To(int64(1))},
+	}
+	s10 := structuralschema.Structural{
+		Properties: map[string]structuralschema.Structural{
+			"name":      s5,
+			"resources": s9,
+		},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{Required: []string{"name", "resources"}},
+	}
+	s11 := structuralschema.Structural{
+		Items:           &s10,
+		Generic:         structuralschema.Generic{Type: "array"},
+		Extensions:      structuralschema.Extensions{XListMapKeys: []string{"name"}, XListType: ptr.To("map")},
+		ValueValidation: &structuralschema.ValueValidation{MaxItems: ptr.To(int64(64)), MinItems: ptr.To(int64(1))},
+	}
+	s12 := structuralschema.Structural{
+		Properties: map[string]structuralschema.Structural{
+			"coveredResources": s6,
+			"flavors":          s11,
+		},
+		Generic:              structuralschema.Generic{Type: "object"},
+		ValidationExtensions: structuralschema.ValidationExtensions{XValidations: apiextensionsv1.ValidationRules{apiextensionsv1.ValidationRule{Rule: "self.flavors.all(x, size(x.resources) == size(self.coveredResources))", Message: "flavors must have the same number of resources as the coveredResources"}}},
+		ValueValidation:      &structuralschema.ValueValidation{Required: []string{"coveredResources", "flavors"}},
+	}
+	s13 := structuralschema.Structural{
+		Items:           &s12,
+		Generic:         structuralschema.Generic{Type: "array"},
+		Extensions:      structuralschema.Extensions{XListType: ptr.To("atomic")},
+		ValueValidation: &structuralschema.ValueValidation{MaxItems: ptr.To(int64(16))},
+	}
+	s14 := structuralschema.Structural{
+		Properties: map[string]structuralschema.Structural{
+			"fairSharing":    s4,
+			"parentName":     s5,
+			"resourceGroups": s13,
+		},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{},
+	}
+	s15 := structuralschema.Structural{
+		Generic:         structuralschema.Generic{Type: "integer"},
+		ValueValidation: &structuralschema.ValueValidation{Format: "int64"},
+	}
+	s16 := structuralschema.Structural{
+		Properties:      map[string]structuralschema.Structural{"weightedShare": s15},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{Required: []string{"weightedShare"}},
+	}
+	s17 := structuralschema.Structural{
+		Properties:      map[string]structuralschema.Structural{"fairSharing": s16},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{},
+	}
+	s18 := structuralschema.Structural{
+		Properties: map[string]structuralschema.Structural{
+			"apiVersion": s1,
+			"kind":       s1,
+			"metadata":   s2,
+			"spec":       s14,
+			"status":     s17,
+		},
+		Generic:         structuralschema.Generic{Type: "object"},
+		ValueValidation: &structuralschema.ValueValidation{},
+	}
+	o19 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"string"}}}
+	o20 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}
+	o21 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"integer"}}}
+	o22 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-int-or-string": bool(true)}},
+		SchemaProps:      spec.SchemaProps{Type: spec.StringOrArray{"integer", "string"}, Default: int64(1), Pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$", AnyOf: []spec.Schema{o21, o19}},
+	}
+	o23 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Properties: map[string]spec.Schema{"weight": o22}}}
+	o24 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"string"}, MaxLength: ptr.To(int64(253)), Pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"}}
+	o25 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-list-type": "atomic"}},
+		SchemaProps:      spec.SchemaProps{Type: spec.StringOrArray{"array"}, MaxItems: ptr.To(int64(64)), MinItems: ptr.To(int64(1)), Items: &spec.SchemaOrArray{Schema: &o19}},
+	}
+	o26 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-int-or-string": bool(true)}},
+		SchemaProps:      spec.SchemaProps{Type: spec.StringOrArray{"integer", "string"}, Pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$", AnyOf: []spec.Schema{o21, o19}},
+	}
+	o27 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Required: []string{"name", "nominalQuota"}, Properties: map[string]spec.Schema{
+		"borrowingLimit": o26,
+		"lendingLimit":   o26,
+		"name":           o19,
+		"nominalQuota":   o26,
+	}}}
+	o28 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{
+			"x-kubernetes-list-map-keys": []any{"name"},
+			"x-kubernetes-list-type":     "map",
+		}},
+		SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"array"}, MaxItems: ptr.To(int64(64)), MinItems: ptr.To(int64(1)), Items: &spec.SchemaOrArray{Schema: &o27}},
+	}
+	o29 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Required: []string{"name", "resources"}, Properties: map[string]spec.Schema{
+		"name":      o24,
+		"resources": o28,
+	}}}
+	o30 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{
+			"x-kubernetes-list-map-keys": []any{"name"},
+			"x-kubernetes-list-type":     "map",
+		}},
+		SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"array"}, MaxItems: ptr.To(int64(64)), MinItems: ptr.To(int64(1)), Items: &spec.SchemaOrArray{Schema: &o29}},
+	}
+	o31 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-validations": []any{apiextensionsv1.ValidationRule{Rule: "self.flavors.all(x, size(x.resources) == size(self.coveredResources))", Message: "flavors must have the same number of resources as the coveredResources"}}}},
+		SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Required: []string{"coveredResources", "flavors"}, Properties: map[string]spec.Schema{
+			"coveredResources": o25,
+			"flavors":          o30,
+		}},
+	}
+	o32 := spec.Schema{
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-list-type": "atomic"}},
+		SchemaProps:      spec.SchemaProps{Type: spec.StringOrArray{"array"}, MaxItems: ptr.To(int64(16)), Items: &spec.SchemaOrArray{Schema: &o31}},
+	}
+	o33 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Properties: map[string]spec.Schema{
+		"fairSharing":    o23,
+		"parentName":     o24,
+		"resourceGroups": o32,
+	}}}
+	o34 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"integer"}, Format: "int64"}}
+	o35 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Required: []string{"weightedShare"}, Properties: map[string]spec.Schema{"weightedShare": o34}}}
+	o36 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Properties: map[string]spec.Schema{"fairSharing": o35}}}
+	o37 := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Properties: map[string]spec.Schema{
+		"apiVersion": o19,
+		"kind":       o19,
+		"metadata":   o20,
+		"spec":       o33,
+		"status":     o36,
+	}}}
+	return &s18, &o37
 }
 
 // schemaLocalQueueV1beta1 returns the schemas of LocalQueue v1beta1 (localqueues.kueue.x-k8s.io), converted from kueue.x-k8s.io_localqueues.yaml: 73 distinct nodes, each built once.

@@ -309,8 +309,8 @@ func (r *Reconciler) prune(ctx context.Context, objs []*unstructured.Unstructure
 func key(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
 
 // rank orders objects: Namespaces, then CRDs, then other cluster-scoped
-// objects the rest refer to (ResourceFlavors and WorkloadPriorityClasses
-// before the ClusterQueues that name them), then namespaced objects
+// objects the rest refer to (ResourceFlavors, WorkloadPriorityClasses and
+// Cohorts before the ClusterQueues that name them), then namespaced objects
 // (LocalQueues after their ClusterQueue, ConfigMaps and LimitRanges before the
 // WorkflowTemplates that use them).
 var rank = map[string]int{
@@ -318,6 +318,7 @@ var rank = map[string]int{
 	"CustomResourceDefinition": 1,
 	"ResourceFlavor":           2,
 	"WorkloadPriorityClass":    2,
+	"Cohort":                   2,
 	"ClusterQueue":             3,
 	// The admission policies before their bindings, and both before what
 	// runs in the namespaces they guard.

@@ -19,6 +19,7 @@ func TestOrder(t *testing.T) {
 		obj("WorkflowTemplate", "experiments", "gpu-step"),
 		obj("LocalQueue", "experiments", "gpu-general"),
 		obj("ClusterQueue", "", "gpu-general"),
+		obj("Cohort", "", "gpu"),
 		obj("ConfigMap", "experiments", "gpu-semaphore"),
 		obj("Namespace", "", "experiments"),
 		obj("WorkloadPriorityClass", "", "batch"),
@@ -32,7 +33,7 @@ func TestOrder(t *testing.T) {
 	}
 	want := []string{
 		"Namespace/experiments", "Namespace/llm",
-		"ResourceFlavor/rtx-5060-ti", "WorkloadPriorityClass/batch",
+		"Cohort/gpu", "ResourceFlavor/rtx-5060-ti", "WorkloadPriorityClass/batch",
 		"ClusterQueue/gpu-general",
 		"ConfigMap/gpu-semaphore", "LimitRange/gpu-memory-default",
 		"LocalQueue/gpu-general",
