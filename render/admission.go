@@ -8,7 +8,6 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/contract"
 )
@@ -76,28 +75,24 @@ func orNone(vs []string) string {
 }
 
 // admissionPolicy renders one namespace's ValidatingAdmissionPolicy.
-func admissionPolicy(p *policy.Policy, ns string, ceilings map[string]admission.Ceiling) Object {
-	r := p.Allowed(ns)
+// in is what every namespace's policy reads of the whole policy
+// (newAdmissionInputs).
+func admissionPolicy(p *policy.Policy, ns string, in *admissionInputs) Object {
+	r := in.rights[ns]
+	ceilings := in.ceilings
 	gpuRes := []string{p.SharesResource(), p.DeclarationResource}
 	where := fmt.Sprintf("gpupolicy policy %s, namespace %s", p.Name, ns)
 
 	// What to do instead: the namespace's templates, or its LocalQueues.
-	var templates []string
-	for _, v := range p.Variants() {
-		if v.Template.Namespace == ns {
-			templates = append(templates, v.Name)
-		}
-	}
+	templates := in.templates[ns]
 	instead := fmt.Sprintf("label it %s=<one of: %s>", contract.LabelKueueQueue, orNone(r.LocalQueues))
 	if len(templates) > 0 {
 		instead = fmt.Sprintf("submit it through the WorkflowTemplate %s, or %s", strings.Join(templates, " or "), instead)
 	}
 	declNote := ""
-	for _, jns := range p.JobNamespaces() {
-		if jns == ns {
-			declNote = fmt.Sprintf(" (the LimitRange %s gives every container that declares nothing %s; a pod that uses no GPU declares %s: 0)",
-				contract.LimitRangeName, policy.FormatAmount(policy.GPUMemory, p.DefaultGPUMemoryMiB), p.DeclarationResource)
-		}
+	if in.jobNamespace[ns] {
+		declNote = fmt.Sprintf(" (the LimitRange %s gives every container that declares nothing %s; a pod that uses no GPU declares %s: 0)",
+			contract.LimitRangeName, policy.FormatAmount(policy.GPUMemory, p.DefaultGPUMemoryMiB), p.DeclarationResource)
 	}
 
 	quantityOver := func(m string) string {

@@ -126,6 +126,11 @@ func workflowTemplate(p *policy.Policy, v policy.Variant) *wfv1.WorkflowTemplate
 	for _, pr := range p.Allowed(t.Namespace).Priorities {
 		ladder = append(ladder, wfv1.AnyString(pr))
 	}
+	if t.Exclusive != nil {
+		// An exclusive step runs at its template's priority only: the one
+		// its guarantee is proved at (admission.Exclusives).
+		ladder = []wfv1.AnyString{wfv1.AnyString(t.Priority)}
+	}
 	params := []wfv1.Parameter{
 		{
 			Name:        contract.ParamPriority,
@@ -138,6 +143,11 @@ func workflowTemplate(p *policy.Policy, v policy.Variant) *wfv1.WorkflowTemplate
 			Default:     wfv1.AnyStringPtr(declaration),
 			Description: wfv1.AnyStringPtr("the GPU memory the step declares, e.g. 12452Mi: Kueue counts it against the GPU-memory quota; nothing on the card enforces it"),
 		},
+	}
+	if t.Exclusive != nil {
+		// All the GPU memory the always-on services leave, and no other
+		// amount: the declaration the guarantee is proved with.
+		params[1].Enum = []wfv1.AnyString{wfv1.AnyString(declaration)}
 	}
 
 	tmpl := wfv1.Template{
@@ -167,9 +177,10 @@ func workflowTemplate(p *policy.Policy, v policy.Variant) *wfv1.WorkflowTemplate
 	}
 	// A queue with quota on several cards gives a job the first flavor that
 	// fits; Kueue skips flavors whose nodeLabels the pod's nodeSelector
-	// rules out, so the step names its card's labels to be admitted on it.
-	if len(q.Flavors) > 1 && len(p.Cards[t.Card].NodeLabels) > 0 {
-		tmpl.NodeSelector = p.Cards[t.Card].NodeLabels
+	// rules out, so the step names its card's labels to be admitted on it
+	// (policy.PodNodeSelector; none with anyCard).
+	if sel := p.PodNodeSelector(t); sel != nil {
+		tmpl.NodeSelector = sel
 	}
 	if cache != nil {
 		tmpl.Volumes = []corev1.Volume{{
@@ -216,7 +227,11 @@ func templateDescription(p *policy.Policy, v policy.Variant) string {
 	t, locks, cache := v.Template, v.Locks, v.ModelCache
 	q := p.Queues[t.Queue]
 	var b strings.Builder
-	fmt.Fprintf(&b, "GPU step on %s through LocalQueue %s (ClusterQueue %s)", t.Card, q.LocalQueue, q.Name)
+	on := t.Card
+	if cards := p.TemplateCards(t); len(cards) > 1 {
+		on = "the first of " + strings.Join(cards, ", ") + " where it fits (Kueue's choice)"
+	}
+	fmt.Fprintf(&b, "GPU step on %s through LocalQueue %s (ClusterQueue %s)", on, q.LocalQueue, q.Name)
 	if len(locks) > 0 {
 		fmt.Fprintf(&b, "; takes the locks %s in that order", strings.Join(locks, ", "))
 	}
@@ -229,6 +244,9 @@ func templateDescription(p *policy.Policy, v policy.Variant) string {
 		fmt.Fprintf(&b, "; mounts the model store %s at %s %s", cache.Claim, cache.MountPath, mode)
 	case v.CacheFree:
 		b.WriteString("; no model store, for jobs that load no model (--no-hf-cache)")
+	}
+	if t.Exclusive != nil {
+		fmt.Fprintf(&b, "; exclusive: asks every share and all the GPU memory the always-on services leave, at %s priority, so Kueue admits nothing beside it", t.Priority)
 	}
 	return b.String()
 }

@@ -26,6 +26,11 @@ func generate(p *policy.Policy, sizes []admission.LockSize) []Object {
 	for _, c := range p.CardNames() {
 		out = append(out, resourceFlavor(p, p.Cards[c]))
 	}
+	// Cohorts before the ClusterQueues that name them (reconcile's order
+	// too); a ClusterQueue whose Cohort is missing is in an implicit one.
+	for _, n := range p.CohortNames() {
+		out = append(out, cohort(p, p.Cohorts[n]))
+	}
 	for _, n := range p.QueueNames() {
 		q := p.Queues[n]
 		out = append(out, clusterQueue(p, q))
@@ -48,9 +53,9 @@ func generate(p *policy.Policy, sizes []admission.LockSize) []Object {
 		out = append(out, limitRange(p, ns))
 		out = append(out, testJobConfigMap(p, ns))
 	}
-	ceilings := admission.DeclarationCeilings(p)
+	in := newAdmissionInputs(p)
 	for _, ns := range p.GPUNamespaces() {
-		out = append(out, admissionPolicy(p, ns, ceilings), admissionBinding(p, ns))
+		out = append(out, admissionPolicy(p, ns, in), admissionBinding(p, ns))
 	}
 	return out
 }

@@ -29,19 +29,7 @@ func resourceFlavor(p *policy.Policy, c policy.Card) Object {
 // clusterQueue renders a queue: one resource group covering shares, host
 // memory and the GPU-memory declaration, with one flavor per card.
 func clusterQueue(p *policy.Policy, q policy.ClusterQueue) Object {
-	var covered []corev1.ResourceName
-	for _, k := range policy.Kinds {
-		covered = append(covered, corev1.ResourceName(p.Resource(k)))
-	}
-	rg := kueue.ResourceGroup{CoveredResources: covered}
-	for _, card := range q.FlavorNames() {
-		f := q.Flavors[card]
-		fq := kueue.FlavorQuotas{Name: kueue.ResourceFlavorReference(card)}
-		for i, k := range policy.Kinds {
-			fq.Resources = append(fq.Resources, resourceQuota(covered[i], k, f.Get(k)))
-		}
-		rg.Flavors = append(rg.Flavors, fq)
-	}
+	rg := quotaGroup(p, q.FlavorNames(), q.Flavors)
 	pre := &kueue.ClusterQueuePreemption{
 		WithinClusterQueue:  kueue.PreemptionPolicy(q.Preemption.WithinClusterQueue),
 		ReclaimWithinCohort: kueue.PreemptionPolicy(q.Preemption.ReclaimWithinCohort),
@@ -50,6 +38,15 @@ func clusterQueue(p *policy.Policy, q policy.ClusterQueue) Object {
 	if th := q.Preemption.MaxPriorityThreshold; th != "" {
 		v := p.Priorities[th].Value
 		pre.BorrowWithinCohort.MaxPriorityThreshold = &v
+	}
+	var fung *kueue.FlavorFungibility
+	if q.FlavorFungibility != (policy.FlavorFungibility{}) {
+		// Written only when the policy writes it: Kueue defaults it.
+		f := q.Fungibility()
+		fung = &kueue.FlavorFungibility{
+			WhenCanBorrow:  kueue.FlavorFungibilityPolicy(f.WhenCanBorrow),
+			WhenCanPreempt: kueue.FlavorFungibilityPolicy(f.WhenCanPreempt),
+		}
 	}
 	cq := &kueue.ClusterQueue{
 		TypeMeta: metav1.TypeMeta{APIVersion: contract.KueueAPIVersion, Kind: "ClusterQueue"},
@@ -64,6 +61,7 @@ func clusterQueue(p *policy.Policy, q policy.ClusterQueue) Object {
 			QueueingStrategy:  kueue.QueueingStrategy(q.Strategy()),
 			ResourceGroups:    []kueue.ResourceGroup{rg},
 			Preemption:        pre,
+			FlavorFungibility: fung,
 		},
 	}
 	return object(cq, []string{"queues", q.Name})

@@ -69,6 +69,11 @@ func newFinding(id, job, message string) finding.Finding {
 // A batch during which the service state changed is only checked for job
 // failures.
 func Compare(b Batch) []finding.Finding {
+	if b.Kind == ExclusiveBatch {
+		// Its jobs run through two templates at two priorities, and the
+		// exclusive one may evict the others: exclusiveFindings.
+		return exclusiveFindings(b)
+	}
 	var out []finding.Finding
 	label := b.Label()
 	add := func(id, job, format string, args ...any) {

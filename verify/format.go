@@ -103,6 +103,12 @@ func markdown(r *Report, charts bool) []byte {
 			w("%s\n\n", s)
 		}
 	}
+	if x := r.Exclusive; x != nil {
+		w("## Exclusive job\n\n")
+		for _, s := range x.Sentences() {
+			w("%s\n\n", s)
+		}
+	}
 
 	w("## GPU memory\n\n%s\n\n", r.GPUMemory.Sentence())
 
@@ -204,6 +210,12 @@ func Text(r *Report) []byte {
 			w("  %s\n", s)
 		}
 	}
+	if x := r.Exclusive; x != nil {
+		w("\nExclusive job:\n")
+		for _, s := range x.Sentences() {
+			w("  %s\n", s)
+		}
+	}
 	w("\n%s\n", r.GPUMemory.Sentence())
 	for _, n := range r.Notes {
 		w("note: %s\n", n)
@@ -255,8 +267,13 @@ func intro(r *Report) string {
 	if r.Policy != "" {
 		s += " (policy " + r.Policy + ")"
 	}
-	s += fmt.Sprintf(": %d job(s) in %d batch(es) through %s/%s at %s priority, each holding the GPU %s after its work",
-		jobs, len(r.Batches), r.Namespace, r.Template, r.Priority, fmtSecs(r.HoldSeconds))
+	through := fmt.Sprintf("through %s/%s at %s priority", r.Namespace, r.Template, r.Priority)
+	if x := r.Exclusive; x != nil {
+		jobs--
+		through += fmt.Sprintf(", and 1 through the exclusive %s/%s at %s priority", r.Namespace, x.Template, x.Priority)
+	}
+	s += fmt.Sprintf(": %d job(s) in %d batch(es) %s, each holding the GPU %s after its work",
+		jobs, len(r.Batches), through, fmtSecs(r.HoldSeconds))
 	if !r.Started.IsZero() && !r.Finished.IsZero() {
 		s += fmt.Sprintf("; %s to %s UTC", r.Started.UTC().Format("2006-01-02 15:04:05"), r.Finished.UTC().Format("15:04:05"))
 	}

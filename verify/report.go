@@ -48,7 +48,9 @@ type Report struct {
 	MaxRunning int            `json:"maxRunning"`
 	Cancel     *CancelSummary `json:"cancel,omitempty"`
 	// Faults is the fault batch's summary (Options.Faults).
-	Faults    *FaultSummary `json:"faults,omitempty"`
+	Faults *FaultSummary `json:"faults,omitempty"`
+	// Exclusive is the exclusive batch's (Options.Exclusive).
+	Exclusive *ExclusiveRun `json:"exclusive,omitempty"`
 	GPUMemory GPUMemory     `json:"gpuMemory"`
 	// Findings are the disagreements with the prediction; none means the
 	// cluster admitted exactly what the policy predicts.
@@ -145,7 +147,7 @@ type Cleanup struct {
 // adds its observations to Notes; calling it again gives the same report.
 func Summarize(r *Report) {
 	r.Levels = nil
-	r.LoneRatePerMin, r.MedianGapSeconds, r.Cancel, r.Faults = nil, nil, nil, nil
+	r.LoneRatePerMin, r.MedianGapSeconds, r.Cancel, r.Faults, r.Exclusive = nil, nil, nil, nil, nil
 	r.Handoff, r.HandoffResolutionSeconds = nil, 0
 	r.MaxRunning = 0
 	r.Findings = []finding.Finding{}
@@ -241,6 +243,8 @@ func Summarize(r *Report) {
 			if b.Fault != nil {
 				r.Faults = summarizeFault(b)
 			}
+		case ExclusiveBatch:
+			r.Exclusive = b.Exclusive
 		}
 	}
 	for _, b := range r.Batches {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/gpupolicy/gpupolicy/internal/kube"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/verify/testjob"
@@ -62,6 +63,13 @@ type Options struct {
 	// allocates twice its declaration beyond it (see faults.go).
 	Faults     bool
 	CrashAfter time.Duration
+	// Exclusive adds an exclusive batch: as many jobs as the queue
+	// admits, then, once they run, one job of ExclusiveTemplate (default:
+	// the policy's one exclusive template) at its own priority; the
+	// report's Exclusive says, from the cluster's pod and Workload
+	// stamps, whether anything ran beside it (exclusive.go).
+	Exclusive         bool
+	ExclusiveTemplate string
 	// StarveWatch is how long verify watches jobs the policy admits none of
 	// (e.g. batch jobs while the 7B is up); default max(60 s, 2 × Hold).
 	StarveWatch time.Duration
@@ -112,6 +120,7 @@ type runner struct {
 	progress  string
 	deleted   []string // what the per-batch cleanups deleted
 	sawCUDA   bool     // a job reported a CUDA device (its log was read)
+	ex        *exclusiveWatch
 }
 
 // Run submits the verification jobs, watches them, compares what the
@@ -186,7 +195,7 @@ func newRunner(c Clients, o Options) (*runner, error) {
 	}
 	if o.Timeout <= 0 {
 		extras := 0
-		for _, on := range []bool{o.Cancel, o.Faults} {
+		for _, on := range []bool{o.Cancel, o.Faults, o.Exclusive} {
 			if on {
 				extras++
 			}
@@ -194,6 +203,11 @@ func newRunner(c Clients, o Options) (*runner, error) {
 		o.Timeout = AutoTimeout(o.Levels, o.Batches, o.Hold, extras, o.StarveWatch)
 	}
 	r := &runner{c: c, o: o, p: p, ns: ns, now: o.Now}
+	if o.Exclusive {
+		if r.ex, err = newExclusiveWatch(p, o.ExclusiveTemplate, ns); err != nil {
+			return nil, err
+		}
+	}
 	r.rep = &Report{
 		RunID: o.RunID, Environment: o.Environment, Policy: p.Name, Namespace: ns,
 		Template: tmplName, Priority: o.Priority, HoldSeconds: o.Hold.Seconds(), Batches: []Batch{},
@@ -295,7 +309,7 @@ func (r *runner) run(ctx context.Context) (rep *Report, err error) {
 		on   bool
 		kind BatchKind
 		what string
-	}{{r.o.Cancel, CancelBatch, "cancel"}, {r.o.Faults, FaultBatch, "faults"}} {
+	}{{r.o.Cancel, CancelBatch, "cancel"}, {r.o.Faults, FaultBatch, "faults"}, {r.o.Exclusive, ExclusiveBatch, "exclusive"}} {
 		if !extra.on || r.timedOut {
 			continue
 		}
@@ -364,17 +378,20 @@ func (r *runner) preflight(ctx context.Context) error {
 // render's ConfigMap when it holds this binary's script, else a copy for
 // this run.
 func (r *runner) prepareScript(ctx context.Context) error {
-	cms := r.c.Kube.CoreV1().ConfigMaps(r.ns)
-	if cm, err := cms.Get(ctx, testjob.ConfigMapName, metav1.GetOptions{}); err == nil && cm.Data[testjob.ScriptKey] == testjob.Script {
+	if cm, err := kube.Get[corev1.ConfigMap](ctx, r.c.Dynamic, kube.GVRConfigMap, r.ns, testjob.ConfigMapName); err == nil && cm.Data[testjob.ScriptKey] == testjob.Script {
 		r.configMap = testjob.ConfigMapName
 		return nil
 	}
 	name := testjob.ConfigMapName + "-" + r.o.RunID
-	cm := &corev1.ConfigMap{
+	u, err := toUnstructured(&corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns, Labels: map[string]string{LabelRun: r.o.RunID}},
 		Data:       map[string]string{testjob.ScriptKey: testjob.Script},
+	})
+	if err != nil {
+		return err
 	}
-	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := r.c.Dynamic.Resource(kube.GVRConfigMap).Namespace(r.ns).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("verify: creating the test job's ConfigMap %s/%s: %w", r.ns, name, err)
 	}
 	r.configMap = name
@@ -492,6 +509,8 @@ func (r *runner) runBatch(ctx context.Context, kind BatchKind, level, index int)
 		tag = "cancel"
 	case FaultBatch:
 		tag = "faults"
+	case ExclusiveBatch:
+		tag = "exclusive"
 	}
 	starve := pred.Admitted <= 0
 	if r.sampler != nil {
@@ -517,6 +536,9 @@ func (r *runner) runBatch(ctx context.Context, kind BatchKind, level, index int)
 			if err != nil {
 				return err
 			}
+			if kind == ExclusiveBatch && i == level {
+				r.exclusiveWorkflow(b, wf)
+			}
 			u, err := toUnstructured(wf)
 			if err != nil {
 				return err
@@ -536,6 +558,11 @@ func (r *runner) runBatch(ctx context.Context, kind BatchKind, level, index int)
 	first := level
 	if kind == FaultBatch {
 		first = 1
+	}
+	// An exclusive batch's last job is the exclusive one: submitted once
+	// the others run (exclusiveDue).
+	if kind == ExclusiveBatch {
+		first = level - 1
 	}
 	if err := submit(1, first); err != nil {
 		return b, err
@@ -560,7 +587,19 @@ func (r *runner) runBatch(ctx context.Context, kind BatchKind, level, index int)
 				return b, err
 			}
 		}
-		if len(b.Jobs) < level && (!states[0].seenRunning.IsZero() || !b.Jobs[0].Ended.IsZero()) {
+		if kind == ExclusiveBatch {
+			if err := r.exclusiveObserve(ctx, b); err != nil {
+				return b, err
+			}
+			if len(b.Jobs) < level && r.exclusiveDue(b, states) {
+				r.progressf("%s: %d running; submitting the exclusive job", b.Label(), len(b.Jobs))
+				if err := submit(level, level); err != nil {
+					return b, err
+				}
+				continue
+			}
+		}
+		if kind != ExclusiveBatch && len(b.Jobs) < level && (!states[0].seenRunning.IsZero() || !b.Jobs[0].Ended.IsZero()) {
 			r.progressf("%s: %s is running; submitting the other %d", b.Label(), b.Jobs[0].Name, level-len(b.Jobs))
 			if err := submit(len(b.Jobs)+1, level); err != nil {
 				return b, err
@@ -681,14 +720,14 @@ func (r *runner) observe(ctx context.Context, b *Batch, states []*jobState) erro
 			b.Jobs[i].Message = msg
 		}
 	}
-	pods, err := r.c.Kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	pods, err := kube.List[corev1.Pod](ctx, r.c.Dynamic, kube.GVRPod, r.ns, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return fmt.Errorf("verify: listing pods: %w", err)
 	}
 	seen := map[int]bool{}
 	byUID := map[types.UID]int{}
-	for k := range pods.Items {
-		pod := &pods.Items[k]
+	for k := range pods {
+		pod := &pods[k]
 		i, ok := index[pod.Labels[contract.LabelArgoWorkflow]]
 		if !ok {
 			continue
@@ -791,7 +830,7 @@ func (r *runner) readLog(ctx context.Context, pod *corev1.Pod, j *Job) {
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	limit := int64(256 * 1024)
-	raw, err := r.c.Kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: contract.MainContainer, LimitBytes: &limit}).DoRaw(lctx)
+	raw, err := kube.PodLog(lctx, r.c.REST, pod.Namespace, pod.Name, contract.MainContainer, limit)
 	if err != nil {
 		r.logsNote = fmt.Sprintf("job logs unreadable (%s: %v): start and end come from container status, not the jobs' own stamps", pod.Name, shortErr(err))
 		return
@@ -839,7 +878,7 @@ func (r *runner) cancelStep(ctx context.Context, b *Batch, states []*jobState, n
 	j, s := &b.Jobs[i], states[i]
 	if j.Ended.IsZero() && !s.deletedByUs && now.Sub(b.Cancel.Requested) >= r.o.CancelGrace && j.Pod != "" {
 		s.deletedByUs = true
-		err := r.c.Kube.CoreV1().Pods(r.ns).Delete(ctx, j.Pod, metav1.DeleteOptions{})
+		err := r.c.Dynamic.Resource(kube.GVRPod).Namespace(r.ns).Delete(ctx, j.Pod, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("verify: deleting pod %s after the cancel grace: %w", j.Pod, err)
 		}
@@ -896,6 +935,7 @@ func (r *runner) finalize(b *Batch, states []*jobState) {
 	if b.Fault != nil {
 		b.Fault.LogsUnreadable = r.logsNote
 	}
+	r.exclusiveFinish(b)
 	c := b.Cancel
 	if c == nil {
 		return
@@ -980,15 +1020,15 @@ func (r *runner) cleanup(ctx context.Context, batch string) *Cleanup {
 				left = append(left, "Workflow "+r.ns+"/"+it.GetName())
 			}
 		}
-		if l, err := r.c.Kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{LabelSelector: sel}); err == nil {
+		if l, err := r.c.Dynamic.Resource(kube.GVRPod).Namespace(r.ns).List(ctx, metav1.ListOptions{LabelSelector: sel}); err == nil {
 			for _, it := range l.Items {
-				left = append(left, "Pod "+r.ns+"/"+it.Name)
+				left = append(left, "Pod "+r.ns+"/"+it.GetName())
 			}
 		}
 		if batch == "" {
-			if l, err := r.c.Kube.CoreV1().ConfigMaps(r.ns).List(ctx, metav1.ListOptions{LabelSelector: sel}); err == nil {
+			if l, err := r.c.Dynamic.Resource(kube.GVRConfigMap).Namespace(r.ns).List(ctx, metav1.ListOptions{LabelSelector: sel}); err == nil {
 				for _, it := range l.Items {
-					left = append(left, "ConfigMap "+r.ns+"/"+it.Name)
+					left = append(left, "ConfigMap "+r.ns+"/"+it.GetName())
 				}
 			}
 		}
@@ -1000,9 +1040,9 @@ func (r *runner) cleanup(ctx context.Context, batch string) *Cleanup {
 	}
 	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
 	_ = r.c.Dynamic.Resource(contract.GVRWorkflow).Namespace(r.ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: sel})
-	_ = r.c.Kube.CoreV1().Pods(r.ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: sel})
+	_ = r.c.Dynamic.Resource(kube.GVRPod).Namespace(r.ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: sel})
 	if batch == "" {
-		_ = r.c.Kube.CoreV1().ConfigMaps(r.ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: sel})
+		_ = r.c.Dynamic.Resource(kube.GVRConfigMap).Namespace(r.ns).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: sel})
 	}
 	for {
 		left := list()

@@ -149,6 +149,8 @@ type Batch struct {
 	Jobs               []Job   `json:"jobs"`
 	Cancel             *Cancel `json:"cancel,omitempty"`
 	Fault              *Fault  `json:"fault,omitempty"`
+	// Exclusive is the exclusive batch's job and what ran beside it.
+	Exclusive *ExclusiveRun `json:"exclusive,omitempty"`
 }
 
 // Label is "level 4, batch 2", "cancel batch (5 jobs)" or "fault batch
@@ -159,6 +161,8 @@ func (b Batch) Label() string {
 		return "cancel batch (" + itoa(b.Level) + " jobs)"
 	case FaultBatch:
 		return "fault batch (" + itoa(b.Level) + " jobs)"
+	case ExclusiveBatch:
+		return "exclusive batch (" + itoa(b.Level) + " jobs)"
 	}
 	return "level " + itoa(b.Level) + ", batch " + itoa(b.Index)
 }

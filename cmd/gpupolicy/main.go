@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpupolicy/gpupolicy/internal/finding"
+	_ "github.com/gpupolicy/gpupolicy/internal/gctune" // the collector's percent, set during package init
 	"github.com/gpupolicy/gpupolicy/internal/output"
 )
 
@@ -37,17 +38,19 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 
 func main() {
-	tuneGC()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run executes the CLI and maps the outcome to an exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
+	var prof profiler // hidden --cpuprofile, --memprofile (profile.go)
+	prof.register(root)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.Execute()
+	prof.stop(stderr)
 	return exitCode(err, stderr)
 }
 

@@ -87,7 +87,7 @@ Exit 0 when written, 2 on a problem in the policy or its render.`,
 // renderKindOrder is the order the summary lists kinds in: what a reader checks
 // first (the Kueue quotas) to last.
 var renderKindOrder = []string{
-	"ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass",
+	"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass",
 	"WorkflowTemplate", "ConfigMap", "LimitRange", "Namespace",
 }
 

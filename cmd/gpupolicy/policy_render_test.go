@@ -57,7 +57,7 @@ func TestRenderLabDefaultOut(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	want := "wrote 25 objects to out/lab: 1 ResourceFlavor, 2 ClusterQueues, 3 LocalQueues, 4 WorkloadPriorityClasses, 2 WorkflowTemplates, 2 ConfigMaps, 1 LimitRange, 4 Namespaces, 3 ValidatingAdmissionPolicies, 3 ValidatingAdmissionPolicyBindings\n"
+	want := "wrote 26 objects to out/lab: 1 ResourceFlavor, 2 ClusterQueues, 3 LocalQueues, 4 WorkloadPriorityClasses, 3 WorkflowTemplates, 2 ConfigMaps, 1 LimitRange, 4 Namespaces, 3 ValidatingAdmissionPolicies, 3 ValidatingAdmissionPolicyBindings\n"
 	if stdout != want {
 		t.Errorf("stdout = %q\nwant     %q", stdout, want)
 	}
@@ -97,7 +97,7 @@ func TestRenderOutReplacesPreviousRender(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	if !strings.HasPrefix(stdout, "wrote 25 objects to "+out+": ") {
+	if !strings.HasPrefix(stdout, "wrote 26 objects to "+out+": ") {
 		t.Errorf("stdout = %q", stdout)
 	}
 	second := dirFiles(t, out)

@@ -40,7 +40,8 @@ and its findings on stdout, each as in explain -o json).
 
 ` + ciHelp + `
 
-Exit 0 when the policy is clean, 2 on any problem.`,
+Exit 0 when the policy is clean or has only warnings (printed before the
+summary, and in -o json's findings), 2 on any problem.`,
 		Example: `  gpupolicy vet
   gpupolicy vet policies/lab
   gpupolicy vet policies/lab -o json
@@ -68,7 +69,11 @@ Exit 0 when the policy is clean, 2 on any problem.`,
 			case err != nil:
 				return err
 			default:
+				// Warnings (card-any-flavor) leave the policy valid.
 				r.Policy, r.Valid, r.p = p.Name, true, p
+				if ws := p.Warnings(); len(ws) > 0 {
+					r.Findings = ws
+				}
 			}
 			if output.IsCI(o.Format()) {
 				if err := writeCI(cmd, o.Format(), ciRun("vet", vetRulesChecked(r.Findings), r.Findings)); err != nil {
@@ -120,9 +125,16 @@ func (r *vetReport) Write(w io.Writer, f output.Format) error {
 		}
 		return nil
 	}
+	for _, d := range r.Findings {
+		fmt.Fprintln(w, d.String())
+	}
 	p := r.p
-	_, err := fmt.Fprintf(w, "%s: policy %q is valid: %d card(s), %d service(s), %d queue(s), %d priorities, %d lock(s), %d template(s)\n",
-		r.Dir, p.Name, len(p.Cards), len(p.Services), len(p.Queues), len(p.Priorities), len(p.Locks), len(p.Templates))
+	cohorts := "" // said only when the policy declares Cohort objects
+	if len(p.Cohorts) > 0 {
+		cohorts = fmt.Sprintf(" (%d Cohort(s))", len(p.Cohorts))
+	}
+	_, err := fmt.Fprintf(w, "%s: policy %q is valid: %d card(s), %d service(s), %d queue(s)%s, %d priorities, %d lock(s), %d template(s)\n",
+		r.Dir, p.Name, len(p.Cards), len(p.Services), len(p.Queues), cohorts, len(p.Priorities), len(p.Locks), len(p.Templates))
 	return err
 }
 

@@ -36,6 +36,8 @@ type verifyFlags struct {
 	hold, timeout            time.Duration
 	starveWatch, cancelGrace time.Duration
 	cancel, faults           bool
+	exclusive                bool
+	exclusiveTemplate        string
 	noGPUMemory              bool
 	compareWith              string
 	reportDir                string
@@ -67,6 +69,17 @@ lock slot (where the template takes a lock), and how long the job that took
 its place waited. On the local cluster the simulated node ends the crashing
 job's container with its exit code, as a kubelet would; it has no GPU, so
 the over-allocation is skipped and the report says why.
+
+With --exclusive it then runs an exclusive batch: as many jobs as the
+queue admits, and once they run, one job of the policy's exclusive
+template (templates.NAME.exclusive; --exclusive-template names one when
+there are several) at that template's priority. From the cluster's own
+records (every Workload's QuotaReserved and Finished, every GPU pod's
+container start and end, in the namespaces of every ClusterQueue with
+quota on the card) it checks that nothing held quota or ran beside the
+exclusive job, the always-on services aside, and that it evicted the
+running jobs or waited for them as the admission model says; the report
+names whatever ran beside it.
 
 With --compare-with POLICY it runs the same batches under two policies, one
 after the other, and reports them side by side: the rates, the hand-off by
@@ -122,6 +135,9 @@ disagreement, 2 on a usage error, an unreachable cluster, or an interrupt.`,
   # A crash beside three others (the lab admits four at once: five submitted)
   gpupolicy verify --env local --levels 1 --batches 1 --hold 10s --faults
 
+  # The vLLM benchmark's exclusive template submitted into four running jobs
+  gpupolicy verify --env local --levels 1 --batches 1 --hold 10s --exclusive
+
   # The series' policy (an Argo lock in front of Kueue) against today's, side by side
   gpupolicy verify --env local --levels 1,4,5 --batches 2 --hold 5s --compare-with 0e2dcdd --report out/compare
 
@@ -139,6 +155,8 @@ disagreement, 2 on a usage error, an unreachable cluster, or an interrupt.`,
 	fl.DurationVar(&f.hold, "hold", 60*time.Second, "how long each job holds the GPU idle after its work")
 	fl.BoolVar(&f.cancel, "cancel", false, "also cancel one running job and time the cancel and the hand-off")
 	fl.BoolVar(&f.faults, "faults", false, "also run a batch in which one job crashes beside the others (and, on a real GPU, one allocates beyond its declaration)")
+	fl.BoolVar(&f.exclusive, "exclusive", false, "also submit one job of the policy's exclusive template into a running batch and check nothing ran beside it")
+	fl.StringVar(&f.exclusiveTemplate, "exclusive-template", "", "with --exclusive: the exclusive template (default: the policy's only one)")
 	fl.StringVar(&f.compareWith, "compare-with", "", "run the same batches under this policy first (a directory, or a git revision of the environment's policy), then the environment's, side by side")
 	fl.DurationVar(&f.timeout, "timeout", 0, "bound on the whole run (default: from the levels, batches and hold)")
 	fl.DurationVar(&f.starveWatch, "starve-watch", 0, "how long to watch jobs the policy admits none of (default max(60s, 2×hold))")
@@ -159,6 +177,9 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 	}
 	if f.batches < 1 {
 		return usageError{fmt.Errorf("--batches %d: at least 1", f.batches)}
+	}
+	if f.exclusiveTemplate != "" && !f.exclusive {
+		return usageError{errors.New("--exclusive-template names the template of --exclusive's batch: give --exclusive too")}
 	}
 	for _, d := range []struct {
 		flag string
@@ -226,9 +247,10 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 	opts := verify.Options{
 		Policy: p, Environment: f.env, Levels: levels, Batches: f.batches, Hold: f.hold,
 		Cancel: f.cancel, Faults: f.faults, CancelGrace: f.cancelGrace, StarveWatch: f.starveWatch, Timeout: f.timeout,
+		Exclusive: f.exclusive, ExclusiveTemplate: f.exclusiveTemplate,
 		Progress: cmd.ErrOrStderr(), Predict: predict, NoGPUMemory: f.noGPUMemory,
 	}
-	clients := verify.Clients{Kube: kc.Kube, Dynamic: kc.Dynamic}
+	clients := verify.Clients{Dynamic: kc.Dynamic, REST: kc.REST}
 	if other != nil {
 		return runSideBySide(cmd, ctx, t, kc, f, clients, opts, *other, verify.PolicyRun{Label: label, Source: label + " in the working tree", Policy: p})
 	}

@@ -66,6 +66,7 @@ current-context: nowhere
 		{[]string{"verify", "--env", "local", "-o", "xml"}, `unknown output format "xml": use text, json, yaml or markdown`},
 		{[]string{"verify", "--env", "local", "--levels", "0"}, "use 1 to 64"},
 		{[]string{"verify", "--env", "local", "--batches", "0"}, "--batches 0"},
+		{[]string{"verify", "--env", "local", "--exclusive-template", "vllm-bench"}, "give --exclusive too"},
 		{[]string{"verify", "--env", "nosuch"}, `no environment "nosuch"`},
 		{[]string{"verify", "--env", "local", "--kubeconfig", filepath.Join(dir, "absent")}, "make cluster-up"},
 		{[]string{"verify", "--env", "local", "--kubeconfig", unreachable, "--levels", "1", "--batches", "1"}, "127.0.0.1:1"},

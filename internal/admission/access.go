@@ -157,7 +157,7 @@ func nonNil(s []string) []string {
 // priorities do not allow one at all.
 func (e *explainer) evictionRight(q, setting string, ra, rb policy.Rights, q2 string, c *pathFacts) (EvictionRight, bool) {
 	p := e.p
-	cq, cq2 := p.Queues[q], p.Queues[q2]
+	cq := p.Queues[q]
 	pre := cq.Preemption
 	var pol string
 	var rel func(by, v policy.Priority) bool
@@ -171,13 +171,13 @@ func (e *explainer) evictionRight(q, setting string, ra, rb policy.Rights, q2 st
 			return by.Value > v.Value || pol == "LowerOrNewerEqualPriority" && by.Value == v.Value
 		}
 	case "reclaimWithinCohort":
-		if q2 == q || cq.Cohort == "" || cq2.Cohort != cq.Cohort || !policyEnabled(pre.ReclaimWithinCohort) {
+		if q2 == q || cq.Cohort == "" || p.CohortTree(q2) != p.CohortTree(q) || !policyEnabled(pre.ReclaimWithinCohort) {
 			return EvictionRight{}, false
 		}
 		pol = pre.ReclaimWithinCohort
 		rel = func(by, v policy.Priority) bool { return pol == "Any" || by.Value > v.Value }
 	case "borrowWithinCohort":
-		if q2 == q || cq.Cohort == "" || cq2.Cohort != cq.Cohort || !borrowWithinCohortEnabled(pre) {
+		if q2 == q || cq.Cohort == "" || p.CohortTree(q2) != p.CohortTree(q) || !borrowWithinCohortEnabled(pre) {
 			return EvictionRight{}, false
 		}
 		pol = pre.BorrowWithinCohort

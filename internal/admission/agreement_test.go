@@ -169,37 +169,43 @@ func TestAgreesWithEnumeration(t *testing.T) {
 	for i := 0; i < seeds; i++ {
 		r := rand.New(rand.NewSource(int64(i)))
 		p := randomPolicy(r, i)
-		t.Run(p.Name, func(t *testing.T) {
-			rep, err := ExplainWith(p, Options{States: StatesAll})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref := enumerate(p)
-			if len(ref) != len(rep.Capacity) {
-				t.Fatalf("%d rows, enumeration has %d", len(rep.Capacity), len(ref))
-			}
-			for k := range ref {
-				if a, b := mustJSON(rep.Capacity[k]), mustJSON(ref[k]); a != b {
-					t.Fatalf("row %d differs:\nanalysis:    %s\nenumeration: %s", k, a, b)
-				}
-			}
-			checkOutlooks(t, rep, ref)
-			checkFindings(t, rep, ref)
+		t.Run(p.Name, func(t *testing.T) { agreesWithEnumeration(t, p) })
+	}
+}
 
-			bounded, err := ExplainWith(p, Options{States: StatesNone, searchAll: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for k, o := range rep.Summary {
-				b := bounded.Summary[k]
-				if mustJSON(o.Best) != mustJSON(b.Best) || mustJSON(o.Worst) != mustJSON(b.Worst) || mustJSON(o.Effects) != mustJSON(b.Effects) {
-					t.Errorf("%s at %s: bounded search's answers differ", o.Template, o.Priority)
-				}
-				if x, y := classVectors(o, o.StarvedBy), classVectors(o, b.StarvedBy); x != y {
-					t.Errorf("%s at %s: starving sets: exact %v, bounded search %v (%s)", o.Template, o.Priority, o.StarvedBy, b.StarvedBy, b.Search.Note)
-				}
-			}
-		})
+// agreesWithEnumeration checks one policy: its rows equal the enumeration's,
+// its outlooks and findings follow from it, and the bounded search finds
+// what the exact one does.
+func agreesWithEnumeration(t *testing.T, p *policy.Policy) {
+	t.Helper()
+	rep, err := ExplainWith(p, Options{States: StatesAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := enumerate(p)
+	if len(ref) != len(rep.Capacity) {
+		t.Fatalf("%d rows, enumeration has %d", len(rep.Capacity), len(ref))
+	}
+	for k := range ref {
+		if a, b := mustJSON(rep.Capacity[k]), mustJSON(ref[k]); a != b {
+			t.Fatalf("row %d differs:\nanalysis:    %s\nenumeration: %s", k, a, b)
+		}
+	}
+	checkOutlooks(t, rep, ref)
+	checkFindings(t, rep, ref)
+
+	bounded, err := ExplainWith(p, Options{States: StatesNone, searchAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, o := range rep.Summary {
+		b := bounded.Summary[k]
+		if mustJSON(o.Best) != mustJSON(b.Best) || mustJSON(o.Worst) != mustJSON(b.Worst) || mustJSON(o.Effects) != mustJSON(b.Effects) {
+			t.Errorf("%s at %s: bounded search's answers differ", o.Template, o.Priority)
+		}
+		if x, y := classVectors(o, o.StarvedBy), classVectors(o, b.StarvedBy); x != y {
+			t.Errorf("%s at %s: starving sets: exact %v, bounded search %v (%s)", o.Template, o.Priority, o.StarvedBy, b.StarvedBy, b.Search.Note)
+		}
 	}
 }
 

@@ -45,6 +45,10 @@ type Ceiling struct {
 	// borrowingLimit of GPU memory on Card (nil: none).
 	Cohort         string
 	BorrowingLimit *int64
+	// Tree is whether Cohort is a declared Cohort object (quota of its
+	// own, perhaps a parent): what the queue borrows comes from its tree,
+	// not only from the other queues of the cohort.
+	Tree bool
 }
 
 // BoundByNode reports whether the card's nodes, not the quota, set the
@@ -92,6 +96,7 @@ func ceilingIn(s *Snapshot, p *policy.Policy, queue string) (Ceiling, bool) {
 			NodeMiB: c.NodeDeclarationMiB(),
 			Cohort:  q.Cohort, BorrowingLimit: q.Flavors[card].GPUMemory.BorrowingLimit,
 		}
+		_, ceil.Tree = p.Cohorts[q.Cohort]
 		ceil.MiB = min(quota, ceil.NodeMiB)
 		if !found || ceil.MiB > best.MiB {
 			best, found = ceil, true
@@ -110,10 +115,14 @@ func (c Ceiling) Words() string {
 	switch {
 	case c.Cohort == "":
 		from = "its nominalQuota " + mib(c.NominalMiB) + " (no cohort to borrow from)"
+	case borrow == 0 && c.Tree:
+		from = "its nominalQuota " + mib(c.NominalMiB) + ", and cohort " + c.Cohort + "'s tree has nothing to lend it"
 	case borrow == 0:
 		from = "its nominalQuota " + mib(c.NominalMiB) + ", and the other queues of cohort " + c.Cohort + " have nothing to lend it"
 	case c.BorrowingLimit != nil && borrow == *c.BorrowingLimit:
 		from = "nominalQuota " + mib(c.NominalMiB) + " plus its borrowingLimit " + mib(borrow) + " in cohort " + c.Cohort
+	case c.Tree:
+		from = "nominalQuota " + mib(c.NominalMiB) + " plus the " + mib(borrow) + " cohort " + c.Cohort + "'s tree lends it (other queues' quota and the Cohorts' own)"
 	default:
 		from = "nominalQuota " + mib(c.NominalMiB) + " plus the " + mib(borrow) + " the other queues of cohort " + c.Cohort + " lend"
 	}

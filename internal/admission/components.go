@@ -79,6 +79,8 @@ type Answer struct {
 	// Preemption is the preemption path, null when preemption adds
 	// nothing.
 	Preemption *PreemptionPath `json:"preemption"`
+	// Cards says where the Admitted jobs land, as Capacity.Cards.
+	Cards []CardJobs `json:"cards,omitempty"`
 	// Starved is true when the state is reachable, no job is admitted and
 	// no preemption path admits one.
 	Starved bool `json:"starved"`
@@ -144,8 +146,8 @@ func upKey(up []int) string {
 }
 
 func (e *explainer) groupKey(queue string) string {
-	if q, ok := e.p.Queues[queue]; ok && q.Cohort != "" {
-		return "cohort/" + q.Cohort
+	if c := e.p.CohortTree(queue); c != "" {
+		return "cohort/" + c // the root of its cohort tree
 	}
 	return "queue/" + queue
 }
@@ -154,8 +156,9 @@ func (e *explainer) groupKey(queue string) string {
 // A component with at most exactLimit on-demand services is enumerated.
 func (e *explainer) buildComponents(exactLimit int) {
 	byKey := map[string]*component{}
+	cardOf := e.cardGroups()
 	get := func(queue, card string) *component {
-		k := e.groupKey(queue) + "\x00" + card
+		k := e.groupKey(queue) + "\x00" + cardOf(queue, card)
 		c := byKey[k]
 		if c == nil {
 			keep := map[string]bool{}
@@ -424,7 +427,7 @@ func (e *explainer) answer(c *component, v variant, pr policy.Priority, up []int
 	// The row without its state map: an answer names Up instead.
 	r := e.row(v, pr, nil, e.reachableAt(c, st), e.sim(c, st, v, pr))
 	a := Answer{Up: e.names(c, up), Reachable: r.Reachable, Admitted: r.Admitted, QuotaAdmits: r.QuotaAdmits,
-		BoundBy: r.BoundBy, Binding: r.Binding, Preemption: r.Preemption, Starved: starved(&r)}
+		BoundBy: r.BoundBy, Binding: r.Binding, Preemption: r.Preemption, Starved: starved(&r), Cards: r.Cards}
 	if a.Up == nil {
 		a.Up = []string{}
 	}

@@ -9,11 +9,10 @@ import (
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 )
 
-// The dead-preemption rule does not guess from the configuration alone: it
-// searches for a situation in which Kueue's algorithm (Decide) actually
-// picks a victim under each configured preemption setting, and reports the
-// settings for which none exists. The situations, per cohort (or lone
-// queue):
+// The dead-preemption rule does not guess from the configuration alone.
+// It first tries cheap situations in which Kueue's algorithm (Decide) may
+// pick a victim under each configured preemption setting, per cohort (or
+// lone queue):
 //
 //   - every combination of the cohort's on-demand services up or down
 //     (all of them up to 8 services; beyond, all down, all up and each alone);
@@ -23,9 +22,11 @@ import (
 //   - as preemptor, a job of each of the queue's templates at each priority,
 //     and each of the queue's on-demand services that is down (waking).
 //
-// Filling a queue to what Kueue admits makes it borrow whatever it can
-// borrow, so a queue that could ever be above its nominal quota is above it
-// in some situation. The configuration then explains the verdict (Kueue
+// Every such situation is reachable from a cold start, so a setting seen
+// firing there fires. One not seen there is not yet dead: deadPreemption
+// then asks for a reason that holds in every state (deadReasons) or runs
+// the exhaustive search over every reachable state, evictions included
+// (deadsearch.go). The configuration then explains the verdict (Kueue
 // issue numbers and rules named in each message).
 
 type group struct {
@@ -38,7 +39,7 @@ func (e *explainer) groups() []group {
 	byCohort := map[string][]string{}
 	var lone []string
 	for _, n := range e.p.QueueNames() {
-		if c := e.p.Queues[n].Cohort; c != "" {
+		if c := e.p.CohortTree(n); c != "" { // the root of its cohort tree
 			byCohort[c] = append(byCohort[c], n)
 		} else {
 			lone = append(lone, n)
@@ -283,37 +284,155 @@ func (e *explainer) tryPreemptors(s *Snapshot, g group, r string, pv int, upNow 
 	}
 }
 
-// deadPreemption reports every enabled preemption setting the search never
-// saw fire, with the configuration's reasons.
+// deadPreemption reports every enabled preemption setting that no
+// reachable state fires: first the cold-start scenarios (searchPreemption,
+// cheap, and where most settings fire); for a setting they never fire, a
+// reason that holds in every state (deadReasons) proves it dead; failing
+// one, the exhaustive search over the cohort's reachable states
+// (deadsearch.go) decides: fired (no finding), proved dead (error) or cut
+// at DeadSearchBudget states (warning, "not found within N states").
 func (e *explainer) deadPreemption() {
 	recs := e.searchPreemption()
+	type open struct {
+		q, setting string
+		reasons    []string
+	}
+	var opens []open
+	wantBy := map[string]map[string][]string{} // group key → queue → settings to search
+	groupOf := map[string]group{}
+	for _, g := range e.groups() {
+		for _, q := range g.queues {
+			groupOf[q] = g
+		}
+	}
 	for _, q := range e.p.QueueNames() {
 		rec := recs[q]
 		if rec == nil {
 			continue
 		}
 		pre := e.p.Queues[q].Preemption
-		deadBorrow := false
-		if borrowWithinCohortEnabled(pre) {
-			if _, ok := rec.fired["borrowWithinCohort"]; !ok {
-				e.deadBorrow(q, rec)
-				deadBorrow = true
+		for _, st := range deadSettings {
+			if !enabledSetting(pre, st) {
+				continue
 			}
-		}
-		// With borrowWithinCohort dead too, a dead reclaimWithinCohort is
-		// the same path (Kueue requires it for borrowWithinCohort): one
-		// finding.
-		if policyEnabled(pre.ReclaimWithinCohort) && !deadBorrow {
-			if _, ok := rec.fired["reclaimWithinCohort"]; !ok {
-				e.deadReclaim(q)
+			if _, ok := rec.fired[st]; ok {
+				continue
 			}
-		}
-		if policyEnabled(pre.WithinClusterQueue) {
-			if _, ok := rec.fired["withinClusterQueue"]; !ok {
-				e.deadWithin(q)
+			reasons := e.deadReasons(q, st)
+			opens = append(opens, open{q, st, reasons})
+			if len(reasons) == 0 {
+				k := groupKey(groupOf[q])
+				if wantBy[k] == nil {
+					wantBy[k] = map[string][]string{}
+				}
+				wantBy[k][q] = append(wantBy[k][q], st)
 			}
 		}
 	}
+	results := map[string]*exhaustiveResult{}
+	memo := map[string]*exhaustiveResult{}
+	for _, k := range sortedStrings(keysOf(wantBy)) {
+		want := wantBy[k]
+		var q string
+		for q = range want {
+			break
+		}
+		results[k] = e.exhaustiveMemo(groupOf[q], want, memo)
+	}
+	deadBorrow := map[string]bool{}
+	for _, o := range opens {
+		if o.setting != "borrowWithinCohort" {
+			continue
+		}
+		v := verdictOf(results[groupKey(groupOf[o.q])], o.q, o.setting, o.reasons)
+		if v.fired {
+			continue
+		}
+		e.deadBorrow(o.q, recs[o.q], o.reasons, v)
+		deadBorrow[o.q] = true
+	}
+	for _, o := range opens {
+		if o.setting == "borrowWithinCohort" {
+			continue
+		}
+		v := verdictOf(results[groupKey(groupOf[o.q])], o.q, o.setting, o.reasons)
+		if v.fired {
+			continue
+		}
+		switch o.setting {
+		case "reclaimWithinCohort":
+			// With borrowWithinCohort dead too, a dead reclaimWithinCohort
+			// is the same path (Kueue requires it for borrowWithinCohort):
+			// one finding.
+			if !deadBorrow[o.q] {
+				e.deadReclaim(o.q, o.reasons, v)
+			}
+		case "withinClusterQueue":
+			e.deadWithin(o.q, o.reasons, v)
+		}
+	}
+}
+
+func groupKey(g group) string { return g.name + "\x00" + strings.Join(g.queues, ",") }
+
+// verdict is how a setting the cold-start scenarios never fired ends.
+type verdict struct {
+	// fired: the exhaustive search found a state that fires it.
+	fired bool
+	// proved: a reason that holds in every state, or the exhaustive search
+	// run to its end; otherwise the search was cut after states.
+	proved bool
+	states int
+}
+
+func verdictOf(res *exhaustiveResult, q, setting string, reasons []string) verdict {
+	if len(reasons) > 0 {
+		return verdict{proved: true}
+	}
+	if res == nil {
+		return verdict{}
+	}
+	if res.fired[q][setting] != nil {
+		return verdict{fired: true}
+	}
+	return verdict{proved: !res.cut, states: res.states}
+}
+
+// severity is the finding's severity: error when proved, warning when the
+// search was cut.
+func (v verdict) severity() finding.Severity {
+	if v.proved {
+		return finding.Error
+	}
+	return finding.Warning
+}
+
+// searchWords is the verdict of an exhaustive search, as the reason of a
+// finding; scope names where the search ran ("queue q" for a queue
+// without a cohort, else cohortScope's "cohort gpu").
+func (v verdict) searchWords(scope string) string {
+	if v.proved {
+		return fmt.Sprintf("in none of the %s states Kueue can reach in %s does it pick a victim for it (every mix of admitted workloads the quotas allow, in every admission order, reached through admissions, evictions, finishes and services going up and down)", policy.Thousands(int64(v.states)), scope)
+	}
+	return fmt.Sprintf("not found within %s states: the search of what Kueue can reach in %s stopped at its bound (%s states) without seeing Kueue pick a victim for it, so it may still fire in a state not searched", policy.Thousands(int64(DeadSearchBudget)), scope, policy.Thousands(int64(DeadSearchBudget)))
+}
+
+// deadReasons returns the reasons, each true in every reachable state,
+// why a setting of queue q can never fire; nil when there is none (the
+// exhaustive search then decides).
+func (e *explainer) deadReasons(q, setting string) []string {
+	if len(e.templatesIn(q)) == 0 && len(e.servicesIn(q)) == 0 {
+		return []string{fmt.Sprintf("nothing runs in %s (no template and no service uses it), so no workload there ever asks Kueue to preempt", q)}
+	}
+	switch setting {
+	case "withinClusterQueue":
+		return e.withinReasons(q)
+	case "reclaimWithinCohort":
+		return e.reclaimReasons(q)
+	case "borrowWithinCohort":
+		return e.borrowReasons(q)
+	}
+	return nil
 }
 
 // runsIn describes who runs in a queue: its services and templates.
@@ -353,7 +472,7 @@ func (e *explainer) neverBorrowsWhy(s *Snapshot, q string, frs []FlavorResource)
 	ownsAll := true
 	for _, fr := range frs {
 		nominal := s.Nominal(q, fr)
-		var total int64
+		total := s.TreeOwnQuota(q, fr) // the Cohorts' own, in a tree
 		for _, o := range s.CohortQueues(q) {
 			total += s.Nominal(o, fr)
 		}
@@ -367,26 +486,15 @@ func (e *explainer) neverBorrowsWhy(s *Snapshot, q string, frs []FlavorResource)
 		}
 	}
 	if ownsAll {
-		return fmt.Sprintf("%s owns all of cohort %s's quota (%s), so there is nothing for it to borrow", q, cq.Cohort, strings.Join(owns, ", "))
+		return fmt.Sprintf("%s owns all of %s's quota (%s), so there is nothing for it to borrow", q, e.cohortScope(q), strings.Join(owns, ", "))
 	}
-	return fmt.Sprintf("the other queues of cohort %s lend %s nothing it could borrow (its borrowingLimit or their lendingLimit is 0)", cq.Cohort, q)
+	return fmt.Sprintf("the other queues of %s lend %s nothing it could borrow (its borrowingLimit or their lendingLimit is 0)", e.cohortScope(q), q)
 }
 
-func (e *explainer) deadBorrow(q string, rec *fireRecord) {
-	cq := e.p.Queues[q]
-	pre := cq.Preemption
-	s := e.empty
-	thr := "none"
-	var thrVal *int32
-	if th := pre.MaxPriorityThreshold; th != "" {
-		v := e.p.Priorities[th].Value
-		thrVal = &v
-		thr = fmt.Sprintf("%s (%d)", th, v)
-	}
-	// Who would borrow and preempt: the queue's services, else its jobs.
-	var who []string
-	var frs []FlavorResource
-	var maxPrio int32 = -1 << 31
+// borrowWho lists who in q would borrow and preempt (its services, else
+// its jobs), the resources they ask and the highest priority among them.
+func (e *explainer) borrowWho(q string) (who []string, frs []FlavorResource, maxPrio int32) {
+	maxPrio = -1 << 31
 	seenFR := map[FlavorResource]bool{}
 	addReq := func(card string, r policy.Request) {
 		for _, k := range policy.Kinds {
@@ -409,19 +517,29 @@ func (e *explainer) deadBorrow(q string, rec *fireRecord) {
 		addReq(t.Card, t.Request)
 		maxPrio = max(maxPrio, e.ladder[0].Value)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "queue %s's borrowWithinCohort (%s, maxPriorityThreshold %s) is meant to let %s, borrowing, evict lower-priority workloads in the other queues of cohort %s. Kueue %s can never fire it: ",
-		q, pre.BorrowWithinCohort, thr, orNothing(strings.Join(who, ", "), "its workloads"), orNothing(cq.Cohort, "(none)"), KueueVersion)
-	var reasons []string
+	return who, frs, maxPrio
+}
+
+// borrowReasons are the reasons borrowWithinCohort of q can never fire,
+// each true in every state: no cohort; reclaimWithinCohort Never (Kueue
+// collects victims in other queues only through it); no priority that
+// runs in the other queues is below the preemptor's and at most the
+// threshold; or every queue that runs such a priority is never above its
+// nominal quota (kubernetes-sigs/kueue#10171). nil when none holds.
+func (e *explainer) borrowReasons(q string) []string {
+	cq := e.p.Queues[q]
+	pre := cq.Preemption
 	if cq.Cohort == "" {
-		reasons = append(reasons, q+" has no cohort to borrow from")
+		return []string{q + " has no cohort to borrow from"}
 	}
 	if !policyEnabled(pre.ReclaimWithinCohort) {
-		reasons = append(reasons, fmt.Sprintf("reclaimWithinCohort is Never on %s, and Kueue collects victims in other ClusterQueues only through reclaimWithinCohort (borrowWithinCohort only decides which of them may go while the preemptor borrows); Kueue also rejects this ClusterQueue as written (see preemption-rejected)", q))
+		return []string{fmt.Sprintf("reclaimWithinCohort is Never on %s, and Kueue collects victims in other ClusterQueues only through reclaimWithinCohort (borrowWithinCohort only decides which of them may go while the preemptor borrows); Kueue also rejects this ClusterQueue as written (see preemption-rejected)", q)}
 	}
+	thr, thrVal := e.threshold(q)
+	_, frs, maxPrio := e.borrowWho(q)
 	var victimQueues []string
 	for _, o := range e.cohortOf[q] {
-		if o == q || cq.Cohort == "" {
+		if o == q {
 			continue
 		}
 		for v := range e.priorityValuesIn(o) {
@@ -431,17 +549,45 @@ func (e *explainer) deadBorrow(q string, rec *fireRecord) {
 			}
 		}
 	}
-	if cq.Cohort != "" && len(victimQueues) == 0 {
-		reasons = append(reasons, fmt.Sprintf("maxPriorityThreshold %s is below every priority that runs in the other queues of cohort %s", thr, cq.Cohort))
+	if len(victimQueues) == 0 {
+		return []string{fmt.Sprintf("maxPriorityThreshold %s is below every priority that runs in the other queues of %s", thr, e.cohortScope(q))}
 	}
+	var reasons []string
 	for _, o := range victimQueues {
-		if why := e.neverBorrowsWhy(s, o, frs); why != "" {
-			reasons = append(reasons, fmt.Sprintf("borrowWithinCohort only evicts workloads in ClusterQueues above their nominal quota (kubernetes-sigs/kueue#10171), and %s is never above it: %s", o, why))
+		why := e.neverBorrowsWhy(e.empty, o, frs)
+		if why == "" {
+			return nil // o may be above nominal: only the search can tell
 		}
+		reasons = append(reasons, fmt.Sprintf("borrowWithinCohort only evicts workloads in ClusterQueues above their nominal quota (kubernetes-sigs/kueue#10171), and %s is never above it: %s", o, why))
 	}
-	if len(reasons) == 0 {
-		reasons = append(reasons, "in no service state and no mix of running jobs the model tried does Kueue pick a victim for it")
+	return reasons
+}
+
+// threshold is q's maxPriorityThreshold in words ("batch (10)", or "none")
+// and its value (nil: none).
+func (e *explainer) threshold(q string) (string, *int32) {
+	th := e.p.Queues[q].Preemption.MaxPriorityThreshold
+	if th == "" {
+		return "none", nil
 	}
+	v := e.p.Priorities[th].Value
+	return fmt.Sprintf("%s (%d)", th, v), &v
+}
+
+func (e *explainer) deadBorrow(q string, rec *fireRecord, reasons []string, v verdict) {
+	cq := e.p.Queues[q]
+	pre := cq.Preemption
+	thr, _ := e.threshold(q)
+	who, _, _ := e.borrowWho(q)
+	reasons, can := e.verdictWords(q, reasons, v)
+	can += " it"
+	var b strings.Builder
+	scope := "cohort (none)"
+	if cq.Cohort != "" {
+		scope = e.cohortScope(q)
+	}
+	fmt.Fprintf(&b, "queue %s's borrowWithinCohort (%s, maxPriorityThreshold %s) is meant to let %s, borrowing, evict lower-priority workloads in the other queues of %s. Kueue %s %s: ",
+		q, pre.BorrowWithinCohort, thr, orNothing(strings.Join(who, ", "), "its workloads"), scope, KueueVersion, can)
 	b.WriteString(strings.Join(reasons, "; and "))
 	b.WriteString(". What happens instead: ")
 	var instead []string
@@ -464,7 +610,7 @@ func (e *explainer) deadBorrow(q string, rec *fireRecord) {
 		instead = append(instead, fmt.Sprintf("a job in %s that must borrow waits until %s finish", q, victims))
 	}
 	b.WriteString(strings.Join(instead, "; "))
-	e.add(RuleDeadPreemption, finding.Error, []string{"queues", q, "preemption", "borrowWithinCohort"}, "%s", b.String())
+	e.add(RuleDeadPreemption, v.severity(), []string{"queues", q, "preemption", "borrowWithinCohort"}, "%s", b.String())
 }
 
 func orNothing(s, alt string) string {
@@ -474,11 +620,12 @@ func orNothing(s, alt string) string {
 	return s
 }
 
-func (e *explainer) deadReclaim(q string) {
+// reclaimReasons are the reasons reclaimWithinCohort of q can never fire,
+// each true in every state; nil when none holds.
+func (e *explainer) reclaimReasons(q string) []string {
 	cq := e.p.Queues[q]
 	pre := cq.Preemption
 	s := e.empty
-	var reasons []string
 	var lent []FlavorResource
 	for _, card := range cq.FlavorNames() {
 		for _, k := range policy.Kinds {
@@ -490,35 +637,31 @@ func (e *explainer) deadReclaim(q string) {
 	}
 	switch {
 	case cq.Cohort == "":
-		reasons = append(reasons, q+" has no cohort: no one borrows from it")
+		return []string{q + " has no cohort: no one borrows from it"}
 	case len(lent) == 0:
-		reasons = append(reasons, fmt.Sprintf("%s's nominal quota is 0 in every resource: it lends nothing, so there is nothing to reclaim", q))
-	default:
-		borrowed := false
-		for _, o := range s.CohortQueues(q) {
-			if o == q {
-				continue
-			}
-			for _, fr := range lent {
-				if s.CanBorrow(o, fr) {
-					borrowed = true
-				}
+		return []string{fmt.Sprintf("%s's nominal quota is 0 in every resource: it lends nothing, so there is nothing to reclaim", q)}
+	}
+	borrowed := false
+	for _, o := range s.CohortQueues(q) {
+		if o == q {
+			continue
+		}
+		for _, fr := range lent {
+			if s.CanBorrow(o, fr) {
+				borrowed = true
 			}
 		}
-		if !borrowed {
-			reasons = append(reasons, fmt.Sprintf("no other queue of cohort %s can ever borrow what %s lends", cq.Cohort, q))
-		}
+	}
+	if !borrowed {
+		return []string{fmt.Sprintf("no other queue of %s can ever borrow what %s lends", e.cohortScope(q), q)}
+	}
+	if borrowWithinCohortEnabled(pre) {
+		return nil
 	}
 	var over []string
 	fitsSomewhere := false
 	for _, n := range append(e.templatesIn(q), e.servicesIn(q)...) {
-		card, req := "", policy.Request{}
-		if t, ok := e.p.Templates[n]; ok {
-			card, req = t.Card, t.Request
-		} else {
-			sv := e.p.Services[n]
-			card, req = sv.Card, sv.Request
-		}
+		card, req := e.cardRequest(n)
 		fits := true
 		for _, k := range policy.Kinds {
 			if req.Get(k) > s.Nominal(q, FlavorResource{card, k}) {
@@ -529,29 +672,143 @@ func (e *explainer) deadReclaim(q string) {
 		}
 		fitsSomewhere = fitsSomewhere || fits
 	}
-	if !fitsSomewhere && len(over) > 0 && !borrowWithinCohortEnabled(pre) {
-		reasons = append(reasons, fmt.Sprintf("Kueue reclaims only for a workload that fits its own queue's nominal quota, and none in %s does (%s)", q, strings.Join(over, "; ")))
+	if !fitsSomewhere && len(over) > 0 {
+		return []string{fmt.Sprintf("Kueue reclaims only for a workload that fits its own queue's nominal quota, and none in %s does (%s)", q, strings.Join(over, "; "))}
 	}
-	if len(reasons) == 0 {
-		reasons = append(reasons, "in no service state and no mix of running jobs the model tried does Kueue pick a victim for it")
+	if why := e.poolNeverShort(q); why != "" {
+		return []string{why}
 	}
-	e.add(RuleDeadPreemption, finding.Error, []string{"queues", q, "preemption", "reclaimWithinCohort"},
-		"queue %s's reclaimWithinCohort (%s) can never fire in Kueue %s: %s. What happens instead: its jobs wait for whatever holds the quota to finish",
-		q, pre.ReclaimWithinCohort, KueueVersion, strings.Join(reasons, "; and "))
+	return nil
 }
 
-func (e *explainer) deadWithin(q string) {
+// cardRequest is a template's or service's card and request.
+func (e *explainer) cardRequest(n string) (string, policy.Request) {
+	if t, ok := e.p.Templates[n]; ok {
+		return t.Card, t.Request
+	}
+	sv := e.p.Services[n]
+	return sv.Card, sv.Request
+}
+
+// poolNeverShort proves, when it can, that a workload of q that fits q's
+// nominal quota always fits Available, so that Kueue never has to reclaim
+// for it (reclaimWithinCohort needs the preemptor within nominal:
+// QuantitiesFitInQuota for a hierarchical reclaim, workloadFits without
+// borrowing otherwise). With q's usage u and a request r, u + r ≤ nominal,
+// Available (resource_node.go's available) is at least
+// r + lent_others - pool_others, where lent_others is what the other
+// queues lend (nominal - localQuota) and pool_others the most of the
+// cohort's pool they can hold (their usage beyond localQuota, bounded by
+// their quota and, in a queue that runs no template on the card, by what
+// its services ask). So pool_others ≤ lent_others in every resource q's
+// workloads ask proves it. Returns "" when it does not hold.
+func (e *explainer) poolNeverShort(q string) string {
+	s := e.empty
+	seen := map[FlavorResource]bool{}
+	var parts []string
+	for _, n := range append(e.templatesIn(q), e.servicesIn(q)...) {
+		card, req := e.cardRequest(n)
+		for _, k := range policy.Kinds {
+			fr := FlavorResource{card, k}
+			if req.Get(k) <= 0 || seen[fr] {
+				continue
+			}
+			seen[fr] = true
+			var lent, held int64
+			for _, o := range s.CohortQueues(q) {
+				if o == q {
+					continue
+				}
+				oq := s.queue(o).quota(fr)
+				local := localQuota(oq)
+				lent += oq.Nominal - local
+				most := s.PotentialAvailable(o, fr)
+				if !e.runsTemplateOn(o, fr) {
+					var svc int64
+					for _, sn := range e.servicesIn(o) {
+						sv := e.p.Services[sn]
+						if sv.Card == fr.Card {
+							svc += sv.Request.Get(k)
+						}
+					}
+					most = min(most, svc)
+				}
+				held += max(0, most-local)
+			}
+			if held > lent {
+				return ""
+			}
+			parts = append(parts, fmt.Sprintf("at most %s of the %s they lend", amountWords(k, held), amountWords(k, lent)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the other queues of %s can never hold more of the cohort's pool than they lend themselves (%s on %s), so a workload of %s that fits %s's nominal quota always fits without evicting anyone, and Kueue reclaims for no other",
+		e.cohortScope(q), strings.Join(parts, ", "), strings.Join(e.p.Queues[q].FlavorNames(), ", "), q, q)
+}
+
+// runsTemplateOn reports whether a template of queue o asks fr.
+func (e *explainer) runsTemplateOn(o string, fr FlavorResource) bool {
+	for _, tn := range e.templatesIn(o) {
+		t := e.p.Templates[tn]
+		if t.Card == fr.Card && t.Request.Get(fr.Kind) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *explainer) deadReclaim(q string, reasons []string, v verdict) {
+	e.deadSimple(q, "reclaimWithinCohort", e.p.Queues[q].Preemption.ReclaimWithinCohort, "whatever holds the quota", reasons, v)
+}
+
+// deadSimple reports a dead withinClusterQueue or reclaimWithinCohort:
+// its reasons (the search's verdict when there are none) and that the
+// queue's jobs wait for what holds the quota.
+func (e *explainer) deadSimple(q, setting, value, holders string, reasons []string, v verdict) {
+	reasons, can := e.verdictWords(q, reasons, v)
+	e.add(RuleDeadPreemption, v.severity(), []string{"queues", q, "preemption", setting},
+		"queue %s's %s (%s) %s in Kueue %s: %s. What happens instead: its jobs wait for %s to finish",
+		q, setting, value, can, KueueVersion, strings.Join(reasons, "; and "), holders)
+}
+
+// verdictWords returns a finding's reasons (the search's verdict when
+// there are none) and its verb: "can never fire" when proved, "was not
+// seen firing" when the search was cut.
+func (e *explainer) verdictWords(q string, reasons []string, v verdict) ([]string, string) {
+	if len(reasons) == 0 {
+		scope := "queue " + q
+		if e.p.Queues[q].Cohort != "" {
+			scope = e.cohortScope(q)
+		}
+		reasons = []string{v.searchWords(scope)}
+	}
+	if !v.proved {
+		return reasons, "was not seen firing"
+	}
+	return reasons, "can never fire"
+}
+
+// withinReasons are the reasons withinClusterQueue of q can never fire,
+// each true in every state; nil when none holds.
+func (e *explainer) withinReasons(q string) []string {
 	pre := e.p.Queues[q].Preemption
+	if len(e.templatesIn(q)) == 0 && len(e.servicesIn(q)) == 1 {
+		n := e.servicesIn(q)[0]
+		return []string{fmt.Sprintf("only service %s runs in %s, one pod: there is never another workload of %s for it to evict", n, q, q)}
+	}
 	vals := e.priorityValuesIn(q)
-	why := "in no service state and no mix of running jobs the model tried does Kueue pick a victim for it"
 	if len(vals) < 2 && pre.WithinClusterQueue == "LowerPriority" {
 		var names []string
 		for _, n := range vals {
 			names = append(names, n)
 		}
-		why = fmt.Sprintf("only one priority runs in %s (%s), and LowerPriority needs a lower one", q, strings.Join(names, ""))
+		return []string{fmt.Sprintf("only one priority runs in %s (%s), and LowerPriority needs a lower one", q, strings.Join(names, ""))}
 	}
-	e.add(RuleDeadPreemption, finding.Error, []string{"queues", q, "preemption", "withinClusterQueue"},
-		"queue %s's withinClusterQueue (%s) can never fire in Kueue %s: %s. What happens instead: its jobs wait for the queue's running jobs to finish",
-		q, pre.WithinClusterQueue, KueueVersion, why)
+	return nil
+}
+
+func (e *explainer) deadWithin(q string, reasons []string, v verdict) {
+	e.deadSimple(q, "withinClusterQueue", e.p.Queues[q].Preemption.WithinClusterQueue, "the queue's running jobs", reasons, v)
 }

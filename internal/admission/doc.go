@@ -6,7 +6,9 @@
 //
 // Snapshot is Kueue's quota arithmetic, per ClusterQueue and per
 // (flavor, resource) — here (card, kind): nominalQuota, borrowingLimit and
-// lendingLimit inside a cohort, the usage of the admitted workloads, and
+// lendingLimit inside a cohort — an implicit one, or a tree of Kueue
+// v1beta2 Cohort objects with quota of their own (hierarchical cohorts) —,
+// the usage of the admitted workloads, and
 // Kueue's classical preemption algorithm (withinClusterQueue,
 // reclaimWithinCohort, borrowWithinCohort with maxPriorityThreshold). It is a
 // transcription of Kueue v0.17.0's code, not a reading of its documentation:
@@ -15,15 +17,29 @@
 //
 //   - pkg/cache/scheduler/resource_node.go: available, potentialAvailable,
 //     addUsage, removeUsage, localQuota (lending limits), accumulateFromChild
-//     (the cohort's pooled quota);
+//     and updateCohortResourceNode (a cohort's SubtreeQuota: its own
+//     nominalQuota plus what each child lends), QuantitiesFitInQuota,
+//     IsWithinNominalInResources, each recursing up a Cohort tree through
+//     parents — snapshot.go for a ClusterQueue, cohorts.go for a cohort;
+//   - pkg/cache/hierarchy/cycle.go: HasCycle (a cycle of parents stops
+//     admission under it; vet refuses it, rule cohort-cycle);
 //   - pkg/cache/scheduler/clusterqueue_snapshot.go: Borrowing, BorrowingWith;
 //   - pkg/scheduler/flavorassigner/flavorassigner.go: fitsResourceQuota (when
-//     preemption is even attempted);
+//     preemption is even attempted); for a job that may land on several
+//     cards, findFlavorForPodSets, checkFlavorForPodSets, flavorSelector,
+//     shouldTryNextFlavor and isPreferred with the queue's
+//     flavorFungibility, and preemption_oracle.go's SimulatePreemption —
+//     flavors.go;
 //   - pkg/scheduler/preemption/preemption.go: classicalPreemptions,
 //     workloadFits, fillBackWorkloads;
-//   - pkg/scheduler/preemption/classical/*.go: candidate collection and
-//     classification (HierarchicalReclaim, ReclaimWithoutBorrowing,
-//     ReclaimWhileBorrowing), candidateIsValid;
+//   - pkg/scheduler/preemption/classical/*.go: candidate collection up the
+//     cohort tree (collectCandidatesForHierarchicalReclaim,
+//     collectCandidatesInSubtree), classification
+//     (classifyPreemptionVariant: HierarchicalReclaim,
+//     ReclaimWithoutBorrowing, ReclaimWhileBorrowing), candidateIsValid
+//     (up to the candidate's lowest common ancestor), and
+//     FindHeightOfLowestSubtreeThatFits (mayReclaimInHierarchy, the
+//     flavor's borrowing level) — cohorts.go;
 //   - pkg/scheduler/preemption/common: SatisfiesPreemptionPolicy,
 //     CandidatesOrdering;
 //   - apis/kueue/v1beta2/clusterqueue_types.go: the CEL rule
@@ -48,8 +64,9 @@
 // ladder and every service state (each on-demand service up or down), how
 // many jobs are admitted at once, what binds, what the locks do, what is
 // left, how preemption changes it, and the findings (starvation, dead
-// preemption paths, lock sizes, declared against physical GPU memory, mixed
-// units). Its JSON form is a documented contract (README: explain -o json).
+// preemption paths — proved over every state Kueue can reach, evictions
+// included, deadsearch.go —, lock sizes, declared against physical GPU
+// memory, mixed units). Its JSON form is a documented contract (README: explain -o json).
 //
 // Units: shares are time-slicing replicas of the shares resource
 // (policy.Resource); host memory and GPU memory are MiB, as in package

@@ -73,6 +73,10 @@ type Report struct {
 	// access rules let it use and whose workloads it can evict through
 	// each ClusterQueue's preemption (access.go).
 	Access []NamespaceAccess `json:"access"`
+	// Exclusive is, per exclusive step template, what it asks, waits
+	// for and evicts, and whether Kueue admits anything beside it
+	// (exclusive.go); its templates have no capacity rows.
+	Exclusive []Exclusive `json:"exclusive"`
 	// gateText says what stands in front of Kueue (gateOf the policy),
 	// whether or not the capacity rows were enumerated.
 	gateText string
@@ -119,6 +123,23 @@ type Capacity struct {
 	// Preemption is how jobs get admitted by evicting others, when that
 	// admits more than QuotaAdmits; null when preemption adds nothing.
 	Preemption *PreemptionPath `json:"preemption"`
+	// Cards says where Kueue puts the Admitted jobs, card by card in the
+	// queue's order, for a template that may land on several cards
+	// (anyCard, or a card without nodeLabels: flavor assignment,
+	// flavors.go); absent otherwise. Margin and PerResource then add up
+	// the cards.
+	Cards []CardJobs `json:"cards,omitempty"`
+}
+
+// CardJobs is how many of a row's jobs Kueue assigns one card (its
+// ResourceFlavor), and what is left of the card for the queue.
+type CardJobs struct {
+	Card string `json:"card"`
+	// Admitted is how many of the jobs land on the card.
+	Admitted int64 `json:"admitted"`
+	// Margin is what is left of each resource of the card for the queue
+	// (Kueue's Available) while they run.
+	Margin map[string]string `json:"margin"`
 }
 
 // LockEffect is what a step's lock (Argo semaphore) does next to the
@@ -153,6 +174,9 @@ type PreemptionPath struct {
 	Evicts []Eviction `json:"evicts"`
 	// Margin is what is left once Admitted jobs run.
 	Margin map[string]string `json:"margin"`
+	// Cards says where the Admitted jobs land, as Capacity.Cards; absent
+	// for a template pinned to one card.
+	Cards []CardJobs `json:"cards,omitempty"`
 }
 
 // Eviction is one workload preempted on the path.
@@ -168,6 +192,9 @@ type Eviction struct {
 	// Policy is the preemption setting that allows it
 	// (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort).
 	Policy string `json:"policy"`
+	// Card is the card (flavor) the evicted workload held, for a row whose
+	// template may land on several cards; absent otherwise.
+	Card string `json:"card,omitempty"`
 }
 
 // variant is a template as rendered: the template itself, or its cache-free
@@ -185,8 +212,8 @@ type variant struct {
 func variants(p *policy.Policy) []variant {
 	var out []variant
 	for _, v := range p.Variants() {
-		if v.CacheFree && slices.Equal(v.Locks, v.Template.Locks) {
-			continue
+		if v.CacheFree && slices.Equal(v.Locks, v.Template.Locks) || v.Template.Exclusive != nil {
+			continue // an exclusive step has a section of its own (Exclusives)
 		}
 		out = append(out, variant{name: v.Name, base: v.Template.Name, cacheFree: v.CacheFree, t: v.Template, locks: v.Locks})
 	}
@@ -343,6 +370,7 @@ func ExplainWith(p *policy.Policy, o Options) (*Report, error) {
 		r.Findings = []finding.Finding{}
 	}
 	r.Access = e.access()
+	r.Exclusive = Exclusives(p)
 	return r, nil
 }
 
@@ -358,14 +386,15 @@ func (e *explainer) index() {
 		q := e.p.Services[n].Queue
 		e.servicesBy[q] = append(e.servicesBy[q], n)
 	}
+	// A cohort tree shares quota: its queues are grouped by its root.
 	byCohort := map[string][]string{}
 	for _, n := range e.p.QueueNames() {
-		if c := e.p.Queues[n].Cohort; c != "" {
+		if c := e.p.CohortTree(n); c != "" {
 			byCohort[c] = append(byCohort[c], n)
 		}
 	}
 	for _, n := range e.p.QueueNames() {
-		if c := e.p.Queues[n].Cohort; c != "" {
+		if c := e.p.CohortTree(n); c != "" {
 			e.cohortOf[n] = byCohort[c]
 		} else {
 			e.cohortOf[n] = []string{n}
@@ -400,6 +429,14 @@ type quotaSim struct {
 	preemptAdmits int64
 	evicts        []Eviction
 	preemptMargin map[policy.Kind]int64
+	// For a template that may land on several cards (flavors.go): the
+	// cards in Kueue's order, the card each admitted job got (quota
+	// admits first, then those admitted by preempting), and Available per
+	// card before any job and once the preemption path is done.
+	cards     []string
+	landed    []string
+	availBy   map[string]map[policy.Kind]int64
+	preemptBy map[string]map[policy.Kind]int64
 }
 
 func (e *explainer) jobWorkload(s *Snapshot, v variant, pr policy.Priority) *Workload {
@@ -417,9 +454,11 @@ func (e *explainer) simulate(s *Snapshot, v variant, pr policy.Priority) *quotaS
 		return &quotaSim{never: true, avail0: map[policy.Kind]int64{}}
 	}
 	sim := &quotaSim{avail0: map[policy.Kind]int64{}}
-	for _, k := range policy.Kinds {
-		sim.avail0[k] = s.Available(v.t.Queue, FlavorResource{v.t.Card, k})
+	if cards := s.cardsOf(&Workload{Template: v.base}); len(cards) > 1 {
+		sim.cards = cards
+		sim.availBy = s.availableBy(v.t.Queue, cards)
 	}
+	sim.avail0 = s.availableSum(v.t.Queue, v.t.Card, sim.availBy)
 	var added []*Workload
 	var evicted []*Workload
 	defer func() {
@@ -442,6 +481,7 @@ func (e *explainer) simulate(s *Snapshot, v variant, pr policy.Priority) *quotaS
 		}
 		s.Add(w)
 		added = append(added, w)
+		sim.landed = append(sim.landed, w.Card)
 	}
 	sim.quotaAdmits = int64(len(added))
 	sim.preemptAdmits = sim.quotaAdmits
@@ -452,7 +492,11 @@ func (e *explainer) simulate(s *Snapshot, v variant, pr policy.Priority) *quotaS
 			for _, t := range d.Targets {
 				s.Remove(t.Workload)
 				evicted = append(evicted, t.Workload)
-				sim.evicts = append(sim.evicts, e.eviction(t))
+				ev := e.eviction(t)
+				if sim.cards != nil {
+					ev.Card = t.Workload.Card
+				}
+				sim.evicts = append(sim.evicts, ev)
 			}
 			d = s.Decide(w)
 		}
@@ -461,24 +505,19 @@ func (e *explainer) simulate(s *Snapshot, v variant, pr policy.Priority) *quotaS
 		}
 		s.Add(w)
 		added = append(added, w)
+		sim.landed = append(sim.landed, w.Card)
 	}
 	if len(evicted) > 0 {
 		sim.preemptAdmits = int64(len(added))
-		sim.preemptMargin = map[policy.Kind]int64{}
-		for _, k := range policy.Kinds {
-			sim.preemptMargin[k] = s.Available(v.t.Queue, FlavorResource{v.t.Card, k})
+		if sim.cards != nil {
+			sim.preemptBy = s.availableBy(v.t.Queue, sim.cards)
 		}
+		sim.preemptMargin = s.availableSum(v.t.Queue, v.t.Card, sim.preemptBy)
 	}
 	return sim
 }
 
-func (e *explainer) eviction(t Target) Eviction {
-	w := t.Workload
-	return Eviction{
-		Workload: w.Name, Service: w.Service, Queue: w.Queue, Priority: w.Priority,
-		Reason: t.Reason, Policy: PolicyOf(t.Reason),
-	}
-}
+func (e *explainer) eviction(t Target) Eviction { return evictionOf(t) }
 
 // capacity enumerates the per-state rows: each row is its component's
 // row at the state's projection on the component's services.
@@ -580,7 +619,14 @@ func (e *explainer) row(v variant, pr policy.Priority, state map[string]string, 
 		res := e.p.Resource(k)
 		c.Margin[res] = k.QuantityString(sim.avail0[k] - c.Admitted*req)
 		c.PerResource[res] = sim.avail0[k] / req
+		if sim.cards != nil {
+			c.PerResource[res] = 0
+			for _, card := range sim.cards {
+				c.PerResource[res] += sim.availBy[card][k] / req
+			}
+		}
 	}
+	c.Cards = e.cardJobs(v, sim, sim.availBy, c.Admitted)
 	if sim.evicts != nil {
 		pp := &PreemptionPath{QuotaAdmits: sim.preemptAdmits, Admitted: sim.preemptAdmits, Evicts: sim.evicts, Margin: map[string]string{}}
 		if lockSize >= 0 && lockSize < pp.Admitted {
@@ -594,6 +640,7 @@ func (e *explainer) row(v variant, pr policy.Priority, state map[string]string, 
 			// Margin once pp.Admitted (not pp.QuotaAdmits) jobs run.
 			pp.Margin[e.p.Resource(k)] = k.QuantityString(sim.preemptMargin[k] + (pp.QuotaAdmits-pp.Admitted)*req)
 		}
+		pp.Cards = e.cardJobsAfter(v, sim, pp.Admitted)
 		c.Preemption = pp
 	}
 	return c

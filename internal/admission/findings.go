@@ -31,9 +31,12 @@ var (
 	RuleStarvation = explainRule("starvation", finding.Warning, []finding.Severity{finding.Error},
 		"a job Kueue holds never starts, so its time limit never counts: it waits as long as what holds the quota stays up")
 	// RuleDeadPreemption: a configured preemption Kueue v0.17 can never
-	// fire. Error: the policy promises behaviour (a waking 7B evicts batch
-	// jobs) the cluster will not show.
-	RuleDeadPreemption = explainRule("dead-preemption", finding.Error, nil,
+	// fire. Error when proved (a reason true in every state, or the search
+	// of every reachable state, deadsearch.go): the policy promises
+	// behaviour (a waking 7B evicts batch jobs) the cluster will not show.
+	// Warning when the search stopped at DeadSearchBudget states without
+	// seeing it fire ("not found within N states"): not proved.
+	RuleDeadPreemption = explainRule("dead-preemption", finding.Error, []finding.Severity{finding.Warning},
 		"a preemption Kueue can never fire is a promise the cluster does not keep (a waking 7B does not evict running batch jobs)")
 	// RulePreemptionRejected: borrowWithinCohort without reclaimWithinCohort,
 	// which Kueue's ClusterQueue validation rejects. Error.
@@ -274,8 +277,12 @@ func (e *explainer) shortWords(s *Snapshot, v variant, c *Capacity) string {
 				amountWords(k, req), res, v.t.Queue, policy.FormatAmount(k, s.PotentialAvailable(v.t.Queue, fr))))
 			continue
 		}
+		avail := s.Available(v.t.Queue, fr)
+		if cards := e.cardsOfVariant(v); len(cards) > 1 {
+			avail = s.availableSum(v.t.Queue, v.t.Card, s.availableBy(v.t.Queue, cards))[k]
+		}
 		parts = append(parts, fmt.Sprintf("%s has %s of %s (%s) left, under one job's %s",
-			v.t.Queue, policy.FormatAmount(k, s.Available(v.t.Queue, fr)), k, res, policy.FormatAmount(k, req)))
+			v.t.Queue, policy.FormatAmount(k, avail), k, res, policy.FormatAmount(k, req)))
 	}
 	if len(parts) == 0 {
 		return v.t.Queue + " has no room"
@@ -300,11 +307,14 @@ func (e *explainer) whyNoPreemption(s *Snapshot, v variant, pr policy.Priority, 
 	}
 	cq := s.queue(v.t.Queue)
 	var needs frSet
+	cards := e.cardsOfVariant(v)
 	for _, res := range c.Binding {
-		needs = needs.add(FlavorResource{v.t.Card, e.kindOf(res)})
+		for _, card := range cards {
+			needs = needs.add(FlavorResource{card, e.kindOf(res)})
+		}
 	}
 	for _, fr := range needs {
-		if v.t.Request.Get(fr.Kind) > cq.quota(fr).Nominal && !borrowWithinCohortEnabled(cq.pre) {
+		if len(cards) == 1 && v.t.Request.Get(fr.Kind) > cq.quota(fr).Nominal && !cq.mayReclaim(fr, v.t.Request.Get(fr.Kind)) && !borrowWithinCohortEnabled(cq.pre) {
 			return fmt.Sprintf("Kueue does not even try preemption: one job's %s exceeds %s's own nominal quota (%s) and borrowWithinCohort is Never",
 				amountWords(fr.Kind, v.t.Request.Get(fr.Kind)), v.t.Queue, policy.FormatAmount(fr.Kind, cq.quota(fr).Nominal))
 		}
@@ -457,31 +467,17 @@ func (e *explainer) kueueAlone() {
 		} else if cf := v.t.CacheFree; cf != nil && len(cf.Locks) == 0 {
 			names = append(names, cf.Name)
 		}
-		comp := e.compOfVariant[vi]
-		var most int64
-		mostAt := ""
-		for _, pr := range e.ladder {
-			for _, k := range comp.scan {
-				st := comp.states[k]
-				if len(st.unadmitted) > 0 {
-					continue
-				}
-				if c := e.rowAt(comp, v, pr, st); c.Admitted > most {
-					most, mostAt = c.Admitted, e.upWords(comp, st.up)
-				}
-			}
-		}
 		what := strings.Join(names, " and ")
 		takes := "takes"
 		if len(names) > 1 {
 			takes = "take"
 		}
 		e.add(RuleKueueAlone, finding.Info, path,
-			"%s %s no Argo lock: Kueue's quota alone decides what runs (at most %d at once, while %s), so the numbers above are %s's quota's own. "+
+			"%s %s no Argo lock: Kueue's quota alone decides what runs (%s), so the numbers above are %s's quota's own. "+
 				"Kept: every admission number; no job Kueue would admit, by preemption included, waits at a lock behind jobs Kueue holds (lock-capacity cannot arise). "+
 				"Hand-off: every submitted step's pod exists at once and waits in Kueue, by priority then submission, and Kueue admits the next one within about a second of a job's end, with no Argo requeue (DEFAULT_REQUEUE_TIME, 10 s, then SEMAPHORE_NOTIFY_DELAY, 1 s) before its pod exists. "+
 				"Lost: a lock to turn down to one for one job at a time; a job gets the card to itself only by what it requests (shares, declared GPU memory)",
-			what, takes, most, mostAt, v.t.Queue)
+			what, takes, e.mostAtOnce(vi, v), v.t.Queue)
 	}
 }
 
@@ -506,6 +502,13 @@ func (e *explainer) declaredPhysical() {
 			fq := e.p.Queues[qn].Flavors[card]
 			total += fq.GPUMemory.Nominal
 			parts = append(parts, fmt.Sprintf("%s %s", qn, policy.FormatAmount(policy.GPUMemory, fq.GPUMemory.Nominal)))
+		}
+		// A Cohort's own nominalQuota admits on top of its queues'.
+		for _, cn := range e.p.CohortNames() {
+			if fq, ok := e.p.Cohorts[cn].Flavors[card]; ok {
+				total += fq.GPUMemory.Nominal
+				parts = append(parts, fmt.Sprintf("cohort %s %s", cn, policy.FormatAmount(policy.GPUMemory, fq.GPUMemory.Nominal)))
+			}
 		}
 		if len(parts) == 0 {
 			continue

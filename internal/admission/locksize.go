@@ -59,7 +59,16 @@ type LockSize struct {
 // when no single template sizes it: none takes the lock through its queue,
 // the named one runs through another queue, or those that do ask
 // different requests and none is named.
+//
+// It first sizes every exclusive template's request (SizeExclusive), so
+// that everything downstream reads the request render writes; its
+// findings (rules exclusive-fits, exclusive-alone, exclusive-jobs) are the
+// error the same way.
 func SizeLocks(p *policy.Policy) (*policy.Policy, []LockSize, error) {
+	p, xs := SizeExclusive(p)
+	if len(xs) > 0 {
+		return nil, nil, xs
+	}
 	var sized []string
 	for _, n := range p.LockNames() {
 		if p.Locks[n].FromQueue != nil {
@@ -119,30 +128,15 @@ func sizeLock(p *policy.Policy, l policy.Lock) (LockSize, *finding.Finding) {
 		ls.State[n] = q.State[n]
 	}
 
-	// Services first, as Explain admits them (fillState): the always-on
-	// ones, then the on-demand ones up in the state, each only if it fits.
-	s := NewSnapshot(p)
-	admit := func(name string) {
-		sv := p.Services[name]
-		if _, ok := s.queues[sv.Queue]; ok {
-			w := serviceWorkload(s, p, name)
-			if s.Decide(w).Outcome == Admit {
-				s.Add(w)
-				return
-			}
-		}
-		ls.Unadmitted = append(ls.Unadmitted, name)
-	}
-	for _, n := range p.ServiceNames() {
-		if p.Services[n].Mode != policy.OnDemand {
-			admit(n)
-		}
-	}
+	// Services first, as Explain admits them (servicesSnapshot).
+	var up []string
 	for _, n := range onDemand {
 		if ls.State[n] == policy.ServiceUp {
-			admit(n)
+			up = append(up, n)
 		}
 	}
+	s, unadmitted := servicesSnapshot(p, up)
+	ls.Unadmitted = append(ls.Unadmitted, unadmitted...)
 	// Then jobs of the template until the next one does not fit: no
 	// preemption, so the count is the same at every priority.
 	pr := p.Priorities[t.Priority]

@@ -115,10 +115,13 @@ func TestLockSizedFromQuotaIsFour(t *testing.T) {
 	if _, again := sizeOne(t, sized); again.Size != 4 {
 		t.Errorf("sized twice: %d", again.Size)
 	}
-	// A policy with no lock sized from quota comes back as it is.
+	// A policy with no lock sized from quota and no exclusive template
+	// comes back as it is.
 	lab := loadLab(t)
-	if same, sizes, err := admission.SizeLocks(lab); same != lab || sizes != nil || err != nil {
-		t.Errorf("SizeLocks(lab) = %p, %v, %v; want the lab itself", same, sizes, err)
+	plain := *lab
+	plain.Templates = map[string]policy.Template{"gpu-step": lab.Templates["gpu-step"]}
+	if same, sizes, err := admission.SizeLocks(&plain); same != &plain || sizes != nil || err != nil {
+		t.Errorf("SizeLocks(lab without vllm-bench) = %p, %v, %v; want the policy itself", same, sizes, err)
 	}
 }
 

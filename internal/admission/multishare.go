@@ -42,7 +42,9 @@ func (e *explainer) multiShare() {
 		}
 	}
 	for _, n := range e.p.TemplateNames() {
-		if t := e.p.Templates[n]; t.Request.Shares > 1 {
+		// An exclusive step asks every share left on purpose: its own
+		// section says what that does (Exclusives).
+		if t := e.p.Templates[n]; t.Request.Shares > 1 && t.Exclusive == nil {
 			e.add(RuleMultiShare, finding.Info, []string{"templates", n, "shares"}, "%s", what("template", n, t.Queue, t.Card, t.Request.Shares))
 		}
 	}

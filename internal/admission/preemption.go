@@ -82,14 +82,21 @@ type Decision struct {
 //     (flavorassigner.fitsResourceQuota, "insufficient quota ... > maximum
 //     capacity").
 //  3. Preemption is only attempted for a resource if the request fits the
-//     queue's own nominal quota, or borrowWithinCohort is enabled
+//     queue's own nominal quota, or fits without borrowing in a subtree of
+//     its cohort tree below the root, or borrowWithinCohort is enabled
 //     (fitsResourceQuota: val <= rQuota.Nominal || mayReclaimInHierarchy ||
-//     canPreemptWhileBorrowing; in a flat cohort mayReclaimInHierarchy
-//     implies val <= nominal). Otherwise the workload waits.
+//     canPreemptWhileBorrowing; mayReclaimInHierarchy is
+//     lowestSubtreeThatFits's, cohorts.go; in a flat cohort it implies
+//     val <= nominal). Otherwise the workload waits.
 //  4. Otherwise the preemptor's candidate search (classicalTargets); no
 //     targets → the workload waits ("Workload requires preemption, but
 //     there are no candidate workloads allowed for preemption").
+//
+// A workload that may land on several cards is first given one as Kueue's
+// flavor assigner does (assignCard, flavors.go); the steps above then run
+// on that card.
 func (s *Snapshot) Decide(w *Workload) Decision {
+	s.assignCard(w)
 	cq := s.queue(w.Queue)
 	var short, never []FlavorResource
 	reqs := w.requests()
@@ -113,7 +120,7 @@ func (s *Snapshot) Decide(w *Workload) Decision {
 	for _, r := range reqs {
 		for _, fr := range short {
 			if r.fr == fr {
-				if r.v > cq.quota(fr).Nominal && !bwc {
+				if r.v > cq.quota(fr).Nominal && !cq.mayReclaim(fr, r.v) && !bwc {
 					return Decision{Outcome: Wait, Short: short}
 				}
 				needs = needs.add(fr)
@@ -164,6 +171,10 @@ type candidate struct {
 	w  *Workload
 	cq *clusterQueue
 	v  pvariant
+	// lca is the cohort at which a candidate of another queue was found
+	// (its lowest common ancestor with the preemptor's queue; nil for a
+	// same-queue candidate): candidateValid checks the cohorts below it.
+	lca *cohort
 }
 
 // satisfiesPolicy is preemptioncommon.SatisfiesPreemptionPolicy (the
@@ -205,7 +216,7 @@ func usesNeeded(w *Workload, needs frSet) bool {
 	return false
 }
 
-// classicalTargets is Preemptor.classicalPreemptions for a flat cohort
+// classicalTargets is Preemptor.classicalPreemptions
 // (https://kueue.sigs.k8s.io/docs/concepts/preemption/: withinClusterQueue
 // preempts in the queue; reclaimWithinCohort lets a workload that fits its
 // queue's nominal quota preempt workloads of queues in the cohort that use
@@ -216,14 +227,18 @@ func usesNeeded(w *Workload, needs frSet) bool {
 //
 // Candidates (classical.NewCandidateIterator):
 //   - same queue: withinClusterQueue ≠ Never, the candidate satisfies it;
-//   - other queues of the cohort, only when reclaimWithinCohort ≠ Never
-//     (collectCandidatesForHierarchicalReclaim returns nothing otherwise:
-//     borrowWithinCohort alone collects no candidate), and only in queues
-//     that are above their nominal quota in a resource that needs
-//     preemption (collectCandidatesInSubtree skips queues within nominal —
-//     kubernetes-sigs/kueue#10171). The candidate must satisfy
-//     reclaimWithinCohort; it is a hierarchical reclaim when the preemptor
-//     fits its own nominal quota, else reclaim-while-borrowing when
+//   - other queues of the cohort tree, only when reclaimWithinCohort ≠
+//     Never (collectCandidatesForHierarchicalReclaim returns nothing
+//     otherwise: borrowWithinCohort alone collects no candidate), and only
+//     in queues that are above their nominal quota in a resource that
+//     needs preemption, under cohorts above their SubtreeQuota
+//     (collectCandidatesInSubtree skips queues within nominal —
+//     kubernetes-sigs/kueue#10171 — and subtrees within quota), level by
+//     level from the queue's cohort to the root (hierarchicalCandidates,
+//     cohorts.go). The candidate must satisfy reclaimWithinCohort; it is a
+//     hierarchical reclaim when the preemptor fits its own nominal quota
+//     or, for candidates found higher up, a lower subtree on its path
+//     holds the request, else reclaim-while-borrowing when
 //     borrowWithinCohort allows it (candidate priority lower than the
 //     preemptor's and ≤ maxPriorityThreshold), else reclaim-without-
 //     borrowing.
@@ -235,45 +250,16 @@ func usesNeeded(w *Workload, needs frSet) bool {
 // back what is not needed (fillBackWorkloads). It tries "borrowing allowed"
 // and "not borrowing" in the order classicalPreemptions chooses.
 func (s *Snapshot) classicalTargets(w *Workload, cq *clusterQueue, needs frSet) []Target {
-	var same, hier, prio []candidate
+	var same []candidate
 	if policyEnabled(cq.pre.WithinClusterQueue) {
 		for _, x := range cq.workloads {
 			if usesNeeded(x, needs) && satisfiesPolicy(cq.pre.WithinClusterQueue, w, x) {
-				same = append(same, candidate{x, cq, withinCQ})
+				same = append(same, candidate{w: x, cq: cq, v: withinCQ})
 			}
 		}
 	}
 	bwcForbidden := !borrowWithinCohortEnabled(cq.pre)
-	if cq.cohort != nil && policyEnabled(cq.pre.ReclaimWithinCohort) {
-		// QuantitiesFitInQuota(cq, requests): usage + request ≤ nominal
-		// for every requested resource.
-		hasAdvantage := true
-		for _, r := range w.requests() {
-			if cq.used(r.fr)+r.v > cq.quota(r.fr).Nominal {
-				hasAdvantage = false
-			}
-		}
-		for _, other := range cq.cohort.queues {
-			if other == cq || withinNominal(other, needs) {
-				continue
-			}
-			for _, x := range other.workloads {
-				if !usesNeeded(x, needs) || !satisfiesPolicy(cq.pre.ReclaimWithinCohort, w, x) {
-					continue
-				}
-				switch {
-				case hasAdvantage:
-					hier = append(hier, candidate{x, other, hierarchicalReclaim})
-				case bwcForbidden:
-					prio = append(prio, candidate{x, other, reclaimWithoutBorrowing})
-				case x.Value >= w.Value || (cq.threshold != nil && x.Value > *cq.threshold):
-					prio = append(prio, candidate{x, other, reclaimWithoutBorrowing})
-				default:
-					prio = append(prio, candidate{x, other, reclaimWhileBorrowing})
-				}
-			}
-		}
-	}
+	hier, prio := s.hierarchicalCandidates(w, cq, needs)
 	order := func(cs []candidate) {
 		slices.SortStableFunc(cs, func(a, b candidate) int {
 			if (a.cq == cq) != (b.cq == cq) {
@@ -318,13 +304,8 @@ func (s *Snapshot) classicalTargets(w *Workload, cq *clusterQueue, needs frSet) 
 	for _, borrow := range attempts {
 		var removed []candidate
 		for _, c := range all {
-			if c.cq != cq {
-				if borrow && c.v == reclaimWithoutBorrowing {
-					continue
-				}
-				if withinNominal(c.cq, needs) {
-					continue
-				}
+			if !candidateValid(c, cq, borrow, needs) {
+				continue
 			}
 			s.Remove(c.w)
 			removed = append(removed, c)

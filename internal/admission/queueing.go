@@ -290,7 +290,7 @@ func (e *explainer) strictFIFO(qq *Queueing) {
 				h := e.jobWorkload(s, v, pr)
 				d := s.Decide(h)
 				if d.Outcome == Wait || d.Outcome == NoFit {
-					head := FIFOHead{Template: v.base, Queue: qn, Card: v.t.Card, Priority: pr.Name, PriorityValue: pr.Value, Outcome: d.Outcome.String()}
+					head := FIFOHead{Template: v.base, Queue: qn, Card: h.Card, Priority: pr.Name, PriorityValue: pr.Value, Outcome: d.Outcome.String()}
 					stuck(st, h, d, head, int64(len(added)), pr)
 				}
 				for _, w := range added {

@@ -185,6 +185,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	r.writeOutlooksText(w)
+	r.writeExclusiveText(w)
 	r.writeQueueingText(w)
 	if r.showRows() {
 		if err := r.writeRowsText(w); err != nil {
@@ -253,6 +254,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	r.writeOutlooksMarkdown(w)
+	r.writeExclusiveMarkdown(w)
 	r.writeQueueingMarkdown(w)
 	if r.showRows() {
 		r.writeRowsMarkdown(w)

@@ -18,7 +18,7 @@ const maxEffectsListed = 5
 // answerWords is "4 (shares, memory bind)", "0 (gpu-memory binds), 4 by
 // evicting qwen2-5-7b", "0 (gpu-memory binds), waits".
 func answerWords(a Answer) string {
-	s := fmt.Sprint(a.Admitted)
+	s := fmt.Sprint(a.Admitted) + cardsWords(a.Cards)
 	var res []string
 	for _, b := range a.Binding {
 		res = append(res, shortRes(b))
@@ -105,7 +105,7 @@ func (r *Report) writeOutlooksText(w io.Writer) {
 	}
 	for i := 0; i < len(r.Summary); {
 		o := r.Summary[i]
-		fmt.Fprintf(w, "\n%s (queue %s, card %s)", o.Template, o.Queue, o.Card)
+		fmt.Fprintf(w, "\n%s (queue %s, %s)", o.Template, o.Queue, outlookCardWords(o))
 		switch {
 		case len(o.Services) == 0:
 			fmt.Fprintf(w, ": no on-demand service shares its quota\n")

@@ -30,6 +30,12 @@ type Workload struct {
 	Template string
 	Queue    string
 	Card     string
+	// Cards lists the cards Kueue may assign the workload, in the order
+	// it tries them (policy.CardChoice); nil: its template's
+	// (policy.TemplateCards), or Card alone for a service. With more than
+	// one, Decide and Fits set Card to the one Kueue's flavor assigner
+	// picks (flavors.go).
+	Cards []string
 	// Priority names the WorkloadPriorityClass; Value is its value.
 	Priority string
 	Value    int32
@@ -107,34 +113,6 @@ type quotaCell struct {
 	pool  *poolCell
 }
 
-// cohort is an implicit Kueue cohort (a cohortName with no Cohort object):
-// no quota of its own and no parent. Its subtree quota is what its
-// ClusterQueues lend; its usage is what they use beyond their local quota.
-type cohort struct {
-	name   string
-	queues []*clusterQueue
-	cells  []*poolCell
-}
-
-// poolCell is one FlavorResource of a cohort: subtree and usage.
-type poolCell struct {
-	fr      FlavorResource
-	subtree int64
-	usage   int64
-}
-
-// pool returns the cohort's cell for fr, adding an empty one.
-func (co *cohort) pool(fr FlavorResource) *poolCell {
-	for _, c := range co.cells {
-		if c.fr == fr {
-			return c
-		}
-	}
-	c := &poolCell{fr: fr}
-	co.cells = append(co.cells, c)
-	return c
-}
-
 // cell returns the queue's cell for fr, nil when it has none.
 func (cq *clusterQueue) cell(fr FlavorResource) *quotaCell {
 	for i := range cq.cells {
@@ -189,6 +167,8 @@ type Snapshot struct {
 	cohorts map[string]*cohort
 	seq     int64
 	clock   int64
+	// tcards caches Snapshot.cardsOf per template.
+	tcards map[string][]string
 }
 
 // NewSnapshot builds the empty snapshot of a policy's queues: quotas set,
@@ -228,23 +208,26 @@ func newSnapshotOf(p *policy.Policy, keep map[string]bool) *Snapshot {
 			}
 		}
 		if q.Cohort != "" {
-			co := s.cohorts[q.Cohort]
-			if co == nil {
-				co = &cohort{name: q.Cohort}
-				s.cohorts[q.Cohort] = co
-			}
+			// The queue's cohort and its ancestors (Cohort objects with
+			// quota of their own, or implicit cohorts): cohorts.go.
+			co := s.cohortNode(q.Cohort)
 			cq.cohort = co
 			co.queues = append(co.queues, cq)
-			// accumulateFromChild: a ClusterQueue contributes to its cohort
-			// what it does not keep local (nominal - localQuota, i.e.
-			// min(nominal, lendingLimit)).
 			for i := range cq.cells {
 				c := &cq.cells[i]
 				c.pool = co.pool(c.fr)
-				c.pool.subtree += c.quota.Nominal - localQuota(c.quota)
 			}
 		}
 		s.queues[n] = cq
+	}
+	// SubtreeQuota from each root down (updateCohortTreeResources): a
+	// ClusterQueue contributes what it does not keep local (nominal -
+	// localQuota, i.e. min(nominal, lendingLimit)), a Cohort its own
+	// quota plus its children's, less its own localQuota.
+	for _, co := range s.cohorts {
+		if co.parent == nil {
+			co.updateSubtree()
+		}
 	}
 	return s
 }
@@ -290,11 +273,11 @@ func (s *Snapshot) Borrowing(queue string, fr FlavorResource) bool {
 }
 
 // Available is how much of fr the queue can still take without preempting
-// anything: what is left of its local (never lent) quota, plus what is left
-// in the cohort's pool, bounded by the queue's borrowingLimit. It transcribes
-// resource_node.go's available (flat cohort: the parent is the root):
+// anything: what is left of its local (never lent) quota, plus what its
+// cohort has available (up its tree: poolCell.available), bounded by the
+// queue's borrowingLimit. It transcribes resource_node.go's available:
 //
-//	parentAvailable = cohort.subtree - cohort.usage
+//	parentAvailable = available(cohort)
 //	if borrowingLimit != nil:
 //	    parentAvailable = min(parentAvailable,
 //	        (nominal - local) - max(0, usage - local) + borrowingLimit)
@@ -321,7 +304,7 @@ func (cq *clusterQueue) available(fr FlavorResource) int64 {
 		return q.Nominal - c.usage
 	}
 	local := localQuota(q)
-	parent := c.pool.subtree - c.pool.usage
+	parent := c.pool.available()
 	if q.BorrowingLimit != nil {
 		stored := q.Nominal - local
 		usedInParent := max(0, c.usage-local)
@@ -332,7 +315,9 @@ func (cq *clusterQueue) available(fr FlavorResource) int64 {
 
 // PotentialAvailable is the most of fr the queue could ever hold, with
 // nothing else admitted (resource_node.go's potentialAvailable): its local
-// quota plus the cohort's whole pool, bounded by nominal + borrowingLimit.
+// quota plus its cohort's potentialAvailable (the whole pool of a flat
+// cohort; up a tree, each level bounded by its borrowingLimit), bounded by
+// nominal + borrowingLimit.
 // A request above it is NoFit: Kueue never admits it.
 func (s *Snapshot) PotentialAvailable(queue string, fr FlavorResource) int64 {
 	return s.queue(queue).potentialAvailable(fr)
@@ -347,7 +332,7 @@ func (cq *clusterQueue) potentialAvailable(fr FlavorResource) int64 {
 	if cq.cohort == nil {
 		return q.Nominal
 	}
-	avail := localQuota(q) + c.pool.subtree
+	avail := localQuota(q) + c.pool.potentialAvailable()
 	if q.BorrowingLimit != nil {
 		avail = min(avail, q.Nominal+*q.BorrowingLimit)
 	}
@@ -355,13 +340,14 @@ func (cq *clusterQueue) potentialAvailable(fr FlavorResource) int64 {
 }
 
 // addUsage is resource_node.go's addUsage: the part of val beyond what is
-// left of the queue's local quota is stored in the cohort.
+// left of the queue's local quota is stored in the cohort (and up its
+// tree, poolCell.addUsage).
 func (cq *clusterQueue) addUsage(fr FlavorResource, val int64) {
 	c := cq.cellFor(fr)
 	localAvail := max(0, localQuota(c.quota)-c.usage)
 	c.usage += val
 	if cq.cohort != nil && val > localAvail {
-		c.pool.usage += val - localAvail
+		c.pool.addUsage(val - localAvail)
 	}
 }
 
@@ -373,7 +359,7 @@ func (cq *clusterQueue) removeUsage(fr FlavorResource, val int64) {
 	if stored <= 0 || cq.cohort == nil {
 		return
 	}
-	c.pool.usage -= min(val, stored)
+	c.pool.removeUsage(min(val, stored))
 }
 
 // NewWorkload stamps a workload with the next creation sequence number.
@@ -384,8 +370,10 @@ func (s *Snapshot) NewWorkload(w Workload) *Workload {
 }
 
 // Fits reports whether w can be admitted now without preemption: every
-// request at most Available (the scheduler's Fit mode).
+// request at most Available (the scheduler's Fit mode), on the card Kueue
+// assigns it (assignCard).
 func (s *Snapshot) Fits(w *Workload) bool {
+	s.assignCard(w)
 	cq := s.queue(w.Queue)
 	for _, r := range w.requests() {
 		if r.v > max(0, cq.available(r.fr)) {
@@ -438,24 +426,25 @@ func (s *Snapshot) Workloads(queue string) []*Workload {
 	return ws
 }
 
-// CohortQueues returns the names of the queues in the queue's cohort,
+// CohortQueues returns the names of the queues in the queue's cohort
+// tree (every ClusterQueue under its cohort's root, which share quota),
 // itself included, sorted; a queue without a cohort is alone.
 func (s *Snapshot) CohortQueues(queue string) []string {
 	cq := s.queue(queue)
 	if cq.cohort == nil {
 		return []string{queue}
 	}
-	out := make([]string, 0, len(cq.cohort.queues))
-	for _, x := range cq.cohort.queues {
+	qs := cq.cohort.root().treeQueues()
+	out := make([]string, 0, len(qs))
+	for _, x := range qs {
 		out = append(out, x.name)
 	}
-	sort.Strings(out)
 	return out
 }
 
 // CanBorrow reports whether the queue can ever use more than its nominal
-// quota of fr: it is in a cohort whose other queues lend some of fr, and
-// its borrowingLimit is not 0. A queue that cannot borrow is never "above
+// quota of fr: it is in a cohort tree that lends it some of fr (other
+// queues' quota, or a Cohort's own), and its borrowingLimit is not 0. A queue that cannot borrow is never "above
 // nominal", so reclaimWithinCohort and borrowWithinCohort can never pick
 // its workloads (classical.collectCandidatesInSubtree skips ClusterQueues
 // within their nominal quota).

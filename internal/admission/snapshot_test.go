@@ -93,18 +93,7 @@ func TestAvailable(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := admission.NewSnapshot(tc.policy)
-			admit(t, s, tc.policy, tc.running)
-			for q, want := range tc.available {
-				if got := s.Available(q, shares); got != want {
-					t.Errorf("Available(%s) = %d, want %d", q, got, want)
-				}
-			}
-			for q, want := range tc.potential {
-				if got := s.PotentialAvailable(q, shares); got != want {
-					t.Errorf("PotentialAvailable(%s) = %d, want %d", q, got, want)
-				}
-			}
+			checkAvailable(t, tc.policy, tc.running, tc.available, tc.potential)
 		})
 	}
 }

@@ -79,6 +79,7 @@ type Policy struct {
 	Cards      map[string]Card
 	Services   map[string]Service
 	Queues     map[string]ClusterQueue
+	Cohorts    map[string]Cohort // declared Cohort objects (cohorts.go)
 	Priorities map[string]Priority
 	Locks      map[string]Lock
 	Templates  map[string]Template
@@ -247,8 +248,15 @@ type ClusterQueue struct {
 	Namespaces []string
 	LocalQueue string
 	// Flavors maps a card (ResourceFlavor) name to its quotas.
-	Flavors    map[string]FlavorQuotas
-	Preemption Preemption
+	Flavors map[string]FlavorQuotas
+	// FlavorOrder lists Flavors' cards in the policy's declaration order,
+	// the order Kueue tries them in (FlavorNames); nil for a policy built
+	// in Go, which then has them sorted.
+	FlavorOrder []string
+	// FlavorFungibility is Kueue's flavorFungibility; zero fields take
+	// Kueue's defaults (Fungibility).
+	FlavorFungibility FlavorFungibility
+	Preemption        Preemption
 	// QueueingStrategy is Kueue's queueingStrategy: BestEffortFIFO or
 	// StrictFIFO.
 	QueueingStrategy string
@@ -274,8 +282,24 @@ func (q ClusterQueue) Strategy() string {
 	return q.QueueingStrategy
 }
 
-// FlavorNames returns the queue's flavors, sorted.
-func (q ClusterQueue) FlavorNames() []string { return slices.Sorted(maps.Keys(q.Flavors)) }
+// FlavorNames returns the queue's flavors in the order Kueue tries them:
+// the policy's declaration order (FlavorOrder), sorted when the queue has
+// none or it does not list exactly Flavors.
+func (q ClusterQueue) FlavorNames() []string {
+	if len(q.FlavorOrder) == len(q.Flavors) {
+		ok := true
+		for _, f := range q.FlavorOrder {
+			if _, in := q.Flavors[f]; !in {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return slices.Clone(q.FlavorOrder)
+		}
+	}
+	return slices.Sorted(maps.Keys(q.Flavors))
+}
 
 // FlavorQuotas are one flavor's quotas in a ClusterQueue.
 type FlavorQuotas struct {
@@ -375,6 +399,10 @@ type Template struct {
 	Namespace string
 	Queue     string
 	Card      string
+	// AnyCard leaves the card to Kueue: no card nodeLabels on the pod, so
+	// Kueue assigns the first of the queue's cards that fits
+	// (Policy.CardChoice). Card is then the card the step is sized for.
+	AnyCard bool
 	// Priority is the template's default priority (already resolved to the
 	// ladder's default when the policy names none).
 	Priority string
@@ -388,7 +416,33 @@ type Template struct {
 	TimeLimitSeconds int64
 	ModelCache       *ModelCache
 	CacheFree        *CacheFree
+	// Exclusive makes the step get its card to itself by quota (schema
+	// #Template.exclusive); nil for a step that shares the card. As
+	// loaded, Request is the template's own; admission.SizeLocks replaces
+	// its shares and GPU memory with what the always-on services leave.
+	Exclusive *Exclusive
 }
+
+// Exclusive is what the policy says about an exclusive step template.
+type Exclusive struct {
+	// Jobs is ExclusiveWait or ExclusiveEvict: what the step does about
+	// the GPU jobs running when it arrives.
+	Jobs string
+	// Sized is true once admission.SizeLocks has set the template's
+	// request to every share and all the GPU memory the always-on
+	// services leave its queue on its card.
+	Sized bool
+}
+
+// What an exclusive step does about the GPU jobs running when it arrives
+// (Exclusive.Jobs).
+const (
+	// ExclusiveWait: it waits for every running job to end.
+	ExclusiveWait = "wait"
+	// ExclusiveEvict: it evicts the running jobs of a lower priority
+	// (Kueue's preemption) and waits for the others.
+	ExclusiveEvict = "evict"
+)
 
 // ModelCache is the shared model store's mount.
 type ModelCache struct {

@@ -74,6 +74,7 @@ func (p *Policy) Check() finding.List {
 	c.access()
 	c.multiShare()
 	c.lastActivity()
+	c.cohorts()
 	c.ds.SortByPos()
 	return c.ds
 }
@@ -374,25 +375,33 @@ func (c *checker) shares() {
 	p := c.p
 	// The queues holding shares of each card, in name order: one pass
 	// over the queues, not one per card.
+	// A Cohort's own nominalQuota is quota on top of its queues' (Kueue
+	// pools it with theirs), so it counts too.
 	type holding struct {
 		total   int64
-		first   string
+		first   []string
 		holders []string
 	}
 	held := map[string]*holding{}
-	for _, qn := range p.QueueNames() {
-		for card, fq := range p.Queues[qn].Flavors {
+	hold := func(scope, name, label string, flavors map[string]FlavorQuotas) {
+		for card, fq := range flavors {
 			if fq.Shares.Nominal <= 0 {
 				continue
 			}
 			h := held[card]
 			if h == nil {
-				h = &holding{first: qn}
+				h = &holding{first: []string{scope, name, "flavors", card, "shares", "nominalQuota"}}
 				held[card] = h
 			}
 			h.total += fq.Shares.Nominal
-			h.holders = append(h.holders, fmt.Sprintf("%s %d", qn, fq.Shares.Nominal))
+			h.holders = append(h.holders, fmt.Sprintf("%s%s %d", label, name, fq.Shares.Nominal))
 		}
+	}
+	for _, qn := range p.QueueNames() {
+		hold("queues", qn, "", p.Queues[qn].Flavors)
+	}
+	for _, cn := range p.CohortNames() {
+		hold("cohorts", cn, "cohort ", p.Cohorts[cn].Flavors)
 	}
 	for _, card := range p.CardNames() {
 		h := held[card]
@@ -401,7 +410,7 @@ func (c *checker) shares() {
 		}
 		total, first, holders := h.total, h.first, h.holders
 		if total > p.Cards[card].Shares {
-			c.add(RuleQuotaOverCard, []string{"queues", first, "flavors", card, "shares", "nominalQuota"},
+			c.add(RuleQuotaOverCard, first,
 				"the queues' nominal quotas on card %q add up to %d shares (%s), but the card has %d",
 				card, total, strings.Join(holders, ", "), p.Cards[card].Shares)
 		}

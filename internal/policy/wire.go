@@ -20,6 +20,7 @@ type wirePolicy struct {
 	Cards      map[string]wireCard     `json:"cards"`
 	Services   map[string]wireService  `json:"services"`
 	Queues     map[string]wireQueue    `json:"queues"`
+	Cohorts    map[string]wireCohort   `json:"cohorts"`
 	Priorities map[string]Priority     `json:"priorities"`
 	Locks      map[string]wireLock     `json:"locks"`
 	Templates  map[string]wireTemplate `json:"templates"`
@@ -72,11 +73,13 @@ type wireService struct {
 }
 
 type wireQueue struct {
-	Cohort     string                `json:"cohort"`
-	Namespaces []string              `json:"namespaces"`
-	LocalQueue string                `json:"localQueue"`
-	Flavors    map[string]wireFlavor `json:"flavors"`
-	Preemption wirePreemption        `json:"preemption"`
+	Cohort     string         `json:"cohort"`
+	Namespaces []string       `json:"namespaces"`
+	LocalQueue string         `json:"localQueue"`
+	Flavors    wireFlavors    `json:"flavors"`
+	Preemption wirePreemption `json:"preemption"`
+	// FlavorFungibility is nil when the policy leaves it out.
+	FlavorFungibility *FlavorFungibility `json:"flavorFungibility"`
 	// QueueingStrategy is "BestEffortFIFO" or "StrictFIFO".
 	QueueingStrategy string `json:"queueingStrategy"`
 }
@@ -174,6 +177,7 @@ type wireTemplate struct {
 	Namespace        string   `json:"namespace"`
 	Queue            string   `json:"queue"`
 	Card             string   `json:"card"`
+	AnyCard          bool     `json:"anyCard"`
 	Priority         string   `json:"priority"`
 	Locks            []string `json:"locks"`
 	Image            string   `json:"image"`
@@ -191,6 +195,9 @@ type wireTemplate struct {
 		Name  string   `json:"name"`
 		Locks []string `json:"locks"`
 	} `json:"cacheFree"`
+	Exclusive *struct {
+		Jobs string `json:"jobs"`
+	} `json:"exclusive"`
 }
 
 // gpuMem is a GPU-memory quantity as the policy writes it: a plain integer
@@ -294,26 +301,17 @@ func (w *wirePolicy) model() *Policy {
 		if cq.LocalQueue == "" {
 			cq.LocalQueue = n
 		}
-		for fn, f := range q.Flavors {
-			fq := FlavorQuotas{
-				Shares: Quota{Nominal: f.Shares.NominalQuota, BorrowingLimit: f.Shares.BorrowingLimit, LendingLimit: f.Shares.LendingLimit},
-				HostMemory: Quota{Nominal: f.HostMemory.NominalQuota.MiB,
-					BorrowingLimit: hostPtr(f.HostMemory.BorrowingLimit), LendingLimit: hostPtr(f.HostMemory.LendingLimit)},
-				GPUMemory: Quota{Nominal: f.GPUMemory.NominalQuota.MiB,
-					BorrowingLimit: gpuPtr(f.GPUMemory.BorrowingLimit), LendingLimit: gpuPtr(f.GPUMemory.LendingLimit)},
-			}
-			cq.Flavors[fn] = fq
-			base := []string{"queues", n, "flavors", fn, "gpuMemory"}
-			form(f.GPUMemory.NominalQuota, append(base, "nominalQuota")...)
-			if f.GPUMemory.BorrowingLimit != nil {
-				form(*f.GPUMemory.BorrowingLimit, append(base, "borrowingLimit")...)
-			}
-			if f.GPUMemory.LendingLimit != nil {
-				form(*f.GPUMemory.LendingLimit, append(base, "lendingLimit")...)
-			}
+		cq.FlavorOrder = q.Flavors.order
+		if q.FlavorFungibility != nil {
+			cq.FlavorFungibility = *q.FlavorFungibility
+		}
+		for fn, f := range q.Flavors.m {
+			cq.Flavors[fn] = f.quotas()
+			f.forms(form, "queues", n, "flavors", fn, "gpuMemory")
 		}
 		p.Queues[n] = cq
 	}
+	w.cohortsInto(p, form)
 	for n, pr := range w.Priorities {
 		pr.Name = n
 		p.Priorities[n] = pr
@@ -329,7 +327,7 @@ func (w *wirePolicy) model() *Policy {
 	def := p.DefaultPriority()
 	for n, t := range w.Templates {
 		tt := Template{
-			Name: n, Namespace: t.Namespace, Queue: t.Queue, Card: t.Card, Priority: t.Priority,
+			Name: n, Namespace: t.Namespace, Queue: t.Queue, Card: t.Card, AnyCard: t.AnyCard, Priority: t.Priority,
 			Locks: t.Locks, Image: t.Image, Command: t.Command,
 			Request:          Request{Shares: t.Shares, HostMemoryMiB: t.HostMemory.MiB, GPUMemoryMiB: t.GPUMemory.MiB},
 			TimeLimitSeconds: t.TimeLimitSeconds,
@@ -342,6 +340,9 @@ func (w *wirePolicy) model() *Policy {
 		}
 		if t.CacheFree != nil {
 			tt.CacheFree = &CacheFree{Name: t.CacheFree.Name, Locks: t.CacheFree.Locks}
+		}
+		if t.Exclusive != nil {
+			tt.Exclusive = &Exclusive{Jobs: t.Exclusive.Jobs}
 		}
 		p.Templates[n] = tt
 		form(t.GPUMemory, "templates", n, "gpuMemory")
@@ -360,6 +361,29 @@ func (w *wirePolicy) model() *Policy {
 		p.Access[ns] = acc
 	}
 	return p
+}
+
+// quotas is the flavor's quotas in the model's units (shares, MiB).
+func (f wireFlavor) quotas() FlavorQuotas {
+	return FlavorQuotas{
+		Shares: Quota{Nominal: f.Shares.NominalQuota, BorrowingLimit: f.Shares.BorrowingLimit, LendingLimit: f.Shares.LendingLimit},
+		HostMemory: Quota{Nominal: f.HostMemory.NominalQuota.MiB,
+			BorrowingLimit: hostPtr(f.HostMemory.BorrowingLimit), LendingLimit: hostPtr(f.HostMemory.LendingLimit)},
+		GPUMemory: Quota{Nominal: f.GPUMemory.NominalQuota.MiB,
+			BorrowingLimit: gpuPtr(f.GPUMemory.BorrowingLimit), LendingLimit: gpuPtr(f.GPUMemory.LendingLimit)},
+	}
+}
+
+// forms records how the flavor's GPU-memory quotas were written, under
+// base (the path of its gpuMemory field).
+func (f wireFlavor) forms(form func(g gpuMem, path ...string), base ...string) {
+	form(f.GPUMemory.NominalQuota, append(base, "nominalQuota")...)
+	if f.GPUMemory.BorrowingLimit != nil {
+		form(*f.GPUMemory.BorrowingLimit, append(base, "borrowingLimit")...)
+	}
+	if f.GPUMemory.LendingLimit != nil {
+		form(*f.GPUMemory.LendingLimit, append(base, "lendingLimit")...)
+	}
 }
 
 func hostPtr(h *hostMem) *int64 {

@@ -1,9 +1,10 @@
 // Package crosscheck_test checks the admission model against the real
 // Kueue v0.17 controller in the lab cluster (package cluster): for a few
-// policies, state by state, it applies the ResourceFlavors, ClusterQueues,
-// LocalQueues and WorkloadPriorityClasses exactly as render ships them (the
-// rendered YAML of render.Render, never a copy), brings the services of the state
-// up as long-running Jobs, submits jobs of a template at a priority, and
+// policies, state by state, it applies the ResourceFlavors, Cohorts,
+// ClusterQueues, LocalQueues and WorkloadPriorityClasses exactly as render
+// ships them (the rendered YAML of render.Render, never a copy), brings the
+// services of the state up as long-running Jobs, submits jobs of a
+// template at a priority, and
 // compares how many Kueue admits, and whom it evicts, with
 // admission.Explain's prediction. It also checks the dead paths: a waking
 // service that the model says waits does wait, and evicts nothing.
@@ -240,7 +241,7 @@ func TestCrossCheckBorrowWithoutReclaimIsRejected(t *testing.T) {
 }
 
 // kueueKinds are the objects of a render the cross-check applies.
-var kueueKinds = map[string]bool{"ResourceFlavor": true, "ClusterQueue": true, "LocalQueue": true, "WorkloadPriorityClass": true}
+var kueueKinds = map[string]bool{"ResourceFlavor": true, "Cohort": true, "ClusterQueue": true, "LocalQueue": true, "WorkloadPriorityClass": true}
 
 // rendered returns the rendered YAML of p's Kueue objects, as render ships
 // them.

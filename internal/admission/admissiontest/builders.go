@@ -141,8 +141,12 @@ func (q *QueueWrapper) Cohort(c string) *QueueWrapper { q.q.Cohort = c; return q
 // Namespaces sets where its LocalQueues are.
 func (q *QueueWrapper) Namespaces(ns ...string) *QueueWrapper { q.q.Namespaces = ns; return q }
 
-// Flavor adds a card's quotas.
+// Flavor adds a card's quotas; cards are in the order added, the order
+// Kueue tries them (policy.ClusterQueue.FlavorOrder).
 func (q *QueueWrapper) Flavor(f *FlavorWrapper) *QueueWrapper {
+	if _, ok := q.q.Flavors[f.card]; !ok {
+		q.q.FlavorOrder = append(q.q.FlavorOrder, f.card)
+	}
 	q.q.Flavors[f.card] = f.f
 	return q
 }
@@ -289,6 +293,14 @@ func (t *TemplateWrapper) CacheFree(name string, locks ...string) *TemplateWrapp
 	return t
 }
 
+// Exclusive makes it exclusive (policy.Exclusive): jobs is
+// policy.ExclusiveWait or policy.ExclusiveEvict. Its Request is then the
+// least it needs; admission.SizeLocks sizes it.
+func (t *TemplateWrapper) Exclusive(jobs string) *TemplateWrapper {
+	t.t.Exclusive = &policy.Exclusive{Jobs: jobs}
+	return t
+}
+
 // ModelCache mounts the shared model store.
 func (t *TemplateWrapper) ModelCache(claim, mountPath string) *TemplateWrapper {
 	t.t.ModelCache = &policy.ModelCache{Claim: claim, MountPath: mountPath, ReadOnly: true}
@@ -300,8 +312,9 @@ func (t *TemplateWrapper) ModelCache(claim, mountPath string) *TemplateWrapper {
 // the on-demand Qwen2.5-7B in gpu-large-model (borrows 1 share, 4 GiB and
 // 12,200 MiB), gpu-general owning the card, the ladder always-on 1000 >
 // training 100 (default) > on-demand-llm 50 > batch 10, no Argo lock
-// (Kueue alone gates), and gpu-step with its cache-free variant.
-// TestLabBuilderMatchesCUE keeps it equal to the CUE policy.
+// (Kueue alone gates), gpu-step with its cache-free variant, and the
+// exclusive vllm-bench (training, evicts running jobs; at least 12,200
+// MiB, 8 GiB of host memory). TestLabBuilderMatchesCUE keeps it equal to the CUE policy.
 func Lab() *PolicyWrapper {
 	w := MakePolicy("lab").
 		Card("rtx-5060-ti", 16311, 8).
@@ -320,7 +333,10 @@ func Lab() *PolicyWrapper {
 			BorrowWithinCohort("LowerPriority", "batch")).
 		Template(MakeTemplate("gpu-step").Queue("gpu-general").Card("rtx-5060-ti").
 			Request(1, GiB(2), 1024).TimeLimit(3600).
-			ModelCache("hf-cache", "/models/hf").CacheFree("gpu-step-no-cache"))
+			ModelCache("hf-cache", "/models/hf").CacheFree("gpu-step-no-cache")).
+		Template(MakeTemplate("vllm-bench").Queue("gpu-general").Card("rtx-5060-ti").Priority("training").
+			Request(1, GiB(8), 12200).TimeLimit(3600).
+			ModelCache("hf-cache", "/models/hf").Exclusive(policy.ExclusiveEvict))
 	for name, mib := range map[string]int64{"embed": 1203, "rerank": 958, "asr": 1046, "ocr": 500} {
 		w.Service(MakeService(name).Queue("gpu-general").Card("rtx-5060-ti").Priority("always-on").
 			Request(1, GiB(1), mib))
