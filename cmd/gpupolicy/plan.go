@@ -44,7 +44,10 @@ Output: -o markdown (default, a pull-request comment), json, yaml or text.
 the pull request's lines.
 
 Exit 0 when planned, 1 when the change adds a finding of severity error, 2
-when the head's policy does not load or vet, or on a bad revision.`,
+when the head's policy does not load or vet, or on a bad revision. A head
+that does not vet has vet's problems on stderr and, in -o json and yaml,
+vet's document on stdout ("valid": false, as vet -o json), in -o sarif,
+junit and github vet's findings (positions in the head's files).`,
 		Example: `  gpupolicy plan --base origin/main
   gpupolicy plan --base origin/main --head HEAD policies/lab -o markdown > comment.md
 
@@ -67,7 +70,8 @@ when the head's policy does not load or vet, or on a bad revision.`,
 			}
 			r, err := plan.Plan(plan.Options{Repo: repo, Base: base, Head: head, PolicyDir: dir})
 			if err != nil {
-				return err
+				// A head that does not vet: vet's findings in a machine format.
+				return refuseUnvetted(cmd, "plan", o.Format(), dir, err)
 			}
 			if output.IsCI(o.Format()) {
 				err = writeCI(cmd, o.Format(), planRun(r))

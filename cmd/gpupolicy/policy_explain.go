@@ -48,7 +48,10 @@ markdown (for a pull-request comment).
 ` + ciHelp + `
 
 Exit 0 when no finding is an error, 1 when one is, 2 on a bad policy or
-usage.`,
+usage. A policy that does not vet is refused (exit 2) with vet's problems
+on stderr and, in -o json and yaml, vet's document on stdout ("valid":
+false, as vet -o json), in -o sarif, junit and github vet's findings, so a
+report file is never empty.`,
 		Example: `  gpupolicy explain
   gpupolicy explain policies/lab -o json
   gpupolicy explain policies/lab -o markdown > comment.md
@@ -58,13 +61,14 @@ usage.`,
   gpupolicy explain -o sarif > gpupolicy-explain.sarif`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := policy.Load(policyDirArg(args))
+			dir := policyDirArg(args)
+			p, err := policy.Load(dir)
 			if err != nil {
-				return err
+				return refuseUnvetted(cmd, "explain", o.Format(), dir, err)
 			}
 			r, err := admission.ExplainWith(p, admission.Options{States: states})
 			if err != nil {
-				return err
+				return refuseUnvetted(cmd, "explain", o.Format(), dir, err)
 			}
 			if output.IsCI(o.Format()) {
 				err = writeCI(cmd, o.Format(), ciRun("explain", finding.Rules(finding.Vet, finding.Explain), r.Findings))

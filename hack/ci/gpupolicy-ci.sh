@@ -8,7 +8,8 @@
 #   1. gpupolicy vet POLICY           -> OUT/sarif/vet.sarif (+ annotations)
 #   2. gpupolicy render --env ENV --check, for each ENV in ENVIRONMENTS
 #   3. gpupolicy plan --base BASE     -> OUT/plan.md (the PR comment),
-#                                        OUT/sarif/plan.sarif (+ annotations)
+#                                        OUT/sarif/plan.sarif (+ annotations),
+#                                        none of them when plan exits 2
 #
 # Settings (environment variables):
 #   GPUPOLICY     the gpupolicy binary (default: gpupolicy on PATH)
@@ -77,12 +78,16 @@ if [[ -n $base ]]; then
 	} >"$out/plan.md"
 	plan=$? # the group's status is its last command's: plan's
 	worst $plan
-	"$gpupolicy" plan --base "$base" "$policy" -o sarif >"$out/sarif/plan.sarif"
 	if ((plan > 1)); then
-		rm -f "$out/plan.md" # no plan to post: the reason is in the log
-	fi
-	if [[ $annotate == true ]]; then
-		"$gpupolicy" plan --base "$base" "$policy" -o github
+		# No plan to post: the reason is in the log. A head that does not
+		# vet is vet's report (vet.sarif, its annotations); plan's SARIF
+		# and annotations would repeat it.
+		rm -f "$out/plan.md" "$out/sarif/plan.sarif"
+	else
+		"$gpupolicy" plan --base "$base" "$policy" -o sarif >"$out/sarif/plan.sarif"
+		if [[ $annotate == true ]]; then
+			"$gpupolicy" plan --base "$base" "$policy" -o github
+		fi
 	fi
 	echo "::endgroup::"
 fi
