@@ -70,11 +70,17 @@ func exitCode(err error, stderr io.Writer) int {
 		for _, d := range ds {
 			fmt.Fprintln(stderr, d.String())
 		}
-		fmt.Fprintf(stderr, "%d problem(s) in the policy\n", len(ds))
+		fmt.Fprintf(stderr, "%d problem(s) in the policy\n", problems(ds))
 		return exitInput
 	}
 	fmt.Fprintln(stderr, "error:", err)
 	return exitInput
+}
+
+// problems counts the findings that make a policy invalid: all but its
+// warnings and notes (a refused policy's List carries its warnings too).
+func problems(ds finding.List) int {
+	return len(ds) - ds.Count(finding.Warning) - ds.Count(finding.Info)
 }
 
 func newRootCmd() *cobra.Command {

@@ -74,12 +74,18 @@ type Finding struct {
 }
 
 // String is "pos: rule: message" (vet's line), or "rule: message" without a
-// position.
+// position. A finding that is not an error says its severity before the
+// message, "pos: rule: warning: message", keeping the "pos: rule:" prefix
+// that editors and scripts match.
 func (f Finding) String() string {
-	if f.Pos == "" {
-		return fmt.Sprintf("%s: %s", f.Rule, f.Message)
+	msg := f.Message
+	if f.Severity != "" && f.Severity != Error {
+		msg = string(f.Severity) + ": " + msg
 	}
-	return fmt.Sprintf("%s: %s: %s", f.Pos, f.Rule, f.Message)
+	if f.Pos == "" {
+		return fmt.Sprintf("%s: %s", f.Rule, msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", f.Pos, f.Rule, msg)
 }
 
 // List is a list of findings. As an error it is a policy that does not vet

@@ -56,6 +56,15 @@ func TestString(t *testing.T) {
 	if got := l.Error(); got != "lab/a.cue:3:4: schema: no .cue files\nr: m" {
 		t.Errorf("Error() = %q", got)
 	}
+	// A warning says so after its rule; an error does not.
+	w := Finding{Rule: "card-any-flavor", Severity: Warning, Message: "m", Pos: "lab/a.cue:5:6"}
+	if got := w.String(); got != "lab/a.cue:5:6: card-any-flavor: warning: m" {
+		t.Errorf("warning String() = %q", got)
+	}
+	w.Severity, w.Pos = Error, ""
+	if got := w.String(); got != "card-any-flavor: m" {
+		t.Errorf("error String() = %q", got)
+	}
 }
 
 func TestSort(t *testing.T) {

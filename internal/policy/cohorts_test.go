@@ -54,12 +54,22 @@ func TestCohortRules(t *testing.T) {
 		"unknown parent": {
 			extra: "cohorts: robotics: parent: \"departmnet\"\n",
 			rule:  RuleCohortParent, pos: "x.cue:2:28",
-			msg: `cohort "robotics" names parent "departmnet", which the policy does not declare (cohorts: department, language, robotics, vision)`,
+			msg: `cohort "robotics" names parent "departmnet", which the policy does not declare: did you mean department? (cohorts: department, language, robotics, vision); if "departmnet" is meant, declare it, even empty`,
+		},
+		"unknown parent, no declared one close": {
+			extra: "cohorts: robotics: parent: \"lab\"\n",
+			rule:  RuleCohortParent, pos: "x.cue:2:28",
+			msg: `cohort "robotics" names parent "lab", which the policy does not declare (cohorts: department, language, robotics, vision); declare it, even empty (cohorts: "lab": {})`,
 		},
 		"cycle of parents": {
 			extra: "cohorts: department: parent: \"language\"\n",
 			rule:  RuleCohortCycle, pos: "x.cue:2:30",
 			msg: "cohorts department, language form a cycle of parents (department → language → department); Kueue admits nothing in their ClusterQueues (language-serve, vision-train)",
+		},
+		"its own parent": {
+			extra: "cohorts: department: parent: \"department\"\n",
+			rule:  RuleCohortCycle, pos: "x.cue:2:30",
+			msg: "cohort department names itself as its parent; Kueue admits nothing in its ClusterQueues (language-serve, vision-train) while it does",
 		},
 		"limit on a root": {
 			extra: "cohorts: department: flavors: \"rtx-5060-ti\": shares: borrowingLimit: 1\n",
@@ -73,8 +83,15 @@ func TestCohortRules(t *testing.T) {
 		},
 		"a cohort's quota counts against the card": {
 			extra: "cohorts: language: flavors: \"rtx-5060-ti\": {shares: nominalQuota: 1, hostMemory: nominalQuota: \"0\", gpuMemory: nominalQuota: 0}\n",
-			rule:  RuleQuotaOverCard,
-			msg:   "add up to 9 shares (language-serve 1, vision-train 5, cohort department 2, cohort language 1), but the card has 8",
+			rule:  RuleQuotaOverCard, pos: "policy.cue:65:30", // vision-train's 5, the largest
+			msg: "the nominal quotas of the queues and Cohorts on card \"rtx-5060-ti\" add up to 9 shares " +
+				"(language-serve 1, vision-train 5, cohort department 2, cohort language 1), but the card has 8",
+		},
+		"a cohort's quota is the largest": {
+			extra: "cohorts: language: flavors: \"rtx-5060-ti\": {shares: nominalQuota: 6, hostMemory: nominalQuota: \"0\", gpuMemory: nominalQuota: 0}\n",
+			rule:  RuleQuotaOverCard, pos: "x.cue:2:67",
+			msg: "the nominal quotas of the queues and Cohorts on card \"rtx-5060-ti\" add up to 14 shares " +
+				"(language-serve 1, vision-train 5, cohort department 2, cohort language 6), but the card has 8",
 		},
 	}
 	for name, tc := range cases {
@@ -91,6 +108,58 @@ func TestCohortRules(t *testing.T) {
 				}
 			}
 			t.Errorf("no %s finding at %s with %q; got:\n%v", tc.rule.ID, tc.pos, tc.msg, ds)
+		})
+	}
+}
+
+// TestCohortUndeclared misspells vision-train's cohort in the department
+// policy: the policy stays valid (Kueue makes "visoin" an implicit root
+// cohort) and Warnings says so at the queue's cohort field, with the
+// declared Cohort it likely meant.
+func TestCohortUndeclared(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join("..", "..", "policies", "department", "policy.cue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		from, to string
+		want     []string // messages, in order; none for a clean policy
+		pos      string
+	}{
+		"misspelt": {`cohort:     "vision"`, `cohort:     "visoin"`, []string{
+			`queue vision-train names cohort "visoin", which the policy does not declare: did you mean vision? (cohorts: department, language, vision); ` +
+				`Kueue makes it an implicit root cohort, with no parent and no quota, shared only by vision-train. If it is meant, declare it (cohorts: "visoin": {})`,
+		}, "policy.cue:62:15"},
+		"nothing close": {`cohort:     "language"`, `cohort:     "vision-lab"`, []string{
+			`queue language-serve names cohort "vision-lab", which the policy does not declare (cohorts: department, language, vision); ` +
+				`Kueue makes it an implicit root cohort, with no parent and no quota, shared only by language-serve.`,
+		}, "policy.cue:77:15"},
+		"declared": {"", "", nil, ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			src := strings.Replace(string(base), tc.from, tc.to, 1)
+			if src == string(base) && tc.from != "" {
+				t.Fatalf("%q is not in the department policy", tc.from)
+			}
+			p, err := LoadFiles(map[string][]byte{"policy.cue": []byte(src)}, func(n string) string { return n })
+			if err != nil {
+				t.Fatalf("load: %v (an undeclared cohort is valid)", err)
+			}
+			var got []finding.Finding
+			for _, f := range p.Warnings() {
+				if f.Rule == RuleCohortUndeclared.ID {
+					got = append(got, f)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("cohort-undeclared warnings %v, want %d", got, len(tc.want))
+			}
+			for i, f := range got {
+				if f.Severity != finding.Warning || f.Pos != tc.pos || !strings.HasPrefix(f.Message, tc.want[i]) {
+					t.Errorf("got %s %s %q\nwant warning %s %q", f.Severity, f.Pos, f.Message, tc.pos, tc.want[i])
+				}
+			}
 		})
 	}
 }

@@ -193,6 +193,9 @@ func (cc *cueContext) collapseDisjunctions(ds finding.List, conflicts map[string
 			drop[i] = i != keep
 		}
 		ds[keep].Message = fmt.Sprintf("%s: %s matches none of the schema's choices%s", path, value, words)
+		if now := v1beta2Word(paths[path], value); now != "" {
+			ds[keep].Message = fmt.Sprintf("%s: %s is Kueue v1beta1's word, which v1beta2 (the API gpupolicy renders) calls %q%s", path, value, now, words)
+		}
 	}
 	var out finding.List
 	for i, d := range ds {
@@ -201,6 +204,29 @@ func (cc *cueContext) collapseDisjunctions(ds finding.List, conflicts map[string
 		}
 	}
 	return out
+}
+
+// v1beta1Words maps a field the schema takes in Kueue v1beta2's words to
+// the values Kueue v1beta1 wrote for it and their v1beta2 names: v1beta1's
+// flavorFungibility Borrow and Preempt are v1beta2's MayStopSearch
+// (apis/kueue/v1beta1/clusterqueue_conversion.go,
+// Convert_v1beta1_ClusterQueueSpec_To_v1beta2_ClusterQueueSpec).
+var v1beta1Words = map[string]map[string]string{
+	"whenCanBorrow":  {"Borrow": "MayStopSearch"},
+	"whenCanPreempt": {"Preempt": "MayStopSearch"},
+}
+
+// v1beta2Word is the v1beta2 name of value (JSON, as the policy wrote it)
+// at path when it is Kueue v1beta1's word for the field, else "".
+func v1beta2Word(path []string, value string) string {
+	if len(path) == 0 {
+		return ""
+	}
+	v, err := strconv.Unquote(value)
+	if err != nil {
+		return ""
+	}
+	return v1beta1Words[path[len(path)-1]][v]
 }
 
 // commonValue is the value every pair has in common ("" if none or more).
@@ -606,7 +632,7 @@ func (cc *cueContext) declaration(sels []cue.Selector) (decl, def, cond string) 
 			case strings.HasPrefix(m[1], "#"):
 				decl = m[1] // the definition: its doc says it
 			case unquote(m[1]) == name:
-				decl = m[3]
+				decl = withBlock(m[3], cc.declPos(sels))
 			}
 		}
 	}
@@ -782,7 +808,7 @@ func (cc *cueContext) words(sels []cue.Selector, schemaPos []token.Pos) string {
 	if decl == "" {
 		for _, p := range schemaPos {
 			if m := declRE().FindStringSubmatch(schemaLine(p)); m != nil {
-				decl = m[3]
+				decl = withBlock(m[3], p)
 				if strings.HasPrefix(m[1], "#") {
 					decl = m[1] // a definition: its doc says it
 				}
@@ -801,6 +827,46 @@ func (cc *cueContext) words(sels []cue.Selector, schemaPos []token.Pos) string {
 		}
 	}
 	return "the schema: " + name + " is " + constraintWords(decl)
+}
+
+// withBlock completes a declaration that opens a struct on its line
+// ("exclusive?: {", declared at p) with the struct's shape (blockShape),
+// so that it reads whole: {jobs: "wait" | "evict"}. Any other declaration
+// is returned as it is.
+func withBlock(decl string, p token.Pos) string {
+	if !strings.HasSuffix(decl, "{") || balanced(decl) || !p.IsValid() {
+		return decl
+	}
+	return strings.TrimSuffix(decl, "{") + blockShape(p.Line()-1)
+}
+
+// blockShape is the struct the schema line start (0-based) opens, short:
+// its fields with their constraints, "{jobs: "wait" | "evict"}"; a struct
+// nested in it as {...}; the field names alone ("{claim, mountPath,
+// readOnly}") when that runs past 120 characters. Fields declared under
+// a condition (if mode == ...) are left out.
+func blockShape(start int) string {
+	src := schemaSource()
+	end := blockEnd(src, start)
+	var fields, names []string
+	depth := 0
+	for i := start + 1; i < end-1 && i < len(src); i++ {
+		l := src[i]
+		if m := declRE().FindStringSubmatch(l); m != nil && depth == 0 {
+			c := m[3]
+			if strings.HasSuffix(c, "{") && !balanced(c) {
+				c = strings.TrimSuffix(c, "{") + "{...}"
+			}
+			fields = append(fields, m[1]+m[2]+": "+c)
+			names = append(names, m[1]+m[2])
+		}
+		code, _, _ := strings.Cut(l, "//")
+		depth += strings.Count(code, "{") - strings.Count(code, "}")
+	}
+	if shape := "{" + strings.Join(fields, ", ") + "}"; len(shape) <= 120 {
+		return shape
+	}
+	return "{" + strings.Join(names, ", ") + "}"
 }
 
 var declRE = lazyRegexp(`^\s*(#?[A-Za-z_][A-Za-z0-9_]*|"[^"]+")([?!]?):\s*(.*?)\s*(//.*)?$`)

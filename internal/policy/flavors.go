@@ -111,9 +111,10 @@ var RuleCardAnyFlavor = finding.Register(finding.Rule{ID: "card-any-flavor", Ver
 	Reason: "in a queue with several cards a template's card pins it only through the card's nodeLabels: a card without them lets Kueue put the job on any card of the queue, the first where it fits"})
 
 // Warnings are the findings vet reports without refusing the policy
-// (RuleCardAnyFlavor), sorted by position.
+// (RuleCardAnyFlavor, RuleCohortUndeclared), sorted by position.
 func (p *Policy) Warnings() finding.List {
 	c := checker{p: p}
+	c.undeclaredCohorts()
 	for _, n := range p.TemplateNames() {
 		t := p.Templates[n]
 		q, ok := p.Queues[t.Queue]

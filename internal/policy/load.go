@@ -26,8 +26,9 @@ import (
 // this package, and returns the typed model.
 //
 // Errors: a finding.List (every schema or rule violation, with positions
-// relative to the current directory) for a bad policy; any other error for
-// I/O problems. Both are input errors (exit 2).
+// relative to the current directory, and the warnings of Warnings when
+// the policy breaks a rule) for a bad policy; any other error for I/O
+// problems. Both are input errors (exit 2).
 func Load(dir string) (*Policy, error) {
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 		return nil, fmt.Errorf("policy %s is a file: POLICY_DIR is the directory of a policy's .cue files (e.g. %s)", dir, filepath.Dir(dir))
@@ -270,6 +271,10 @@ func decodePolicy(v cue.Value, raw []byte, fallback string) (*Policy, error) {
 	p := w.model()
 	p.src = source{v: v, fallback: fallback}
 	if ds := p.Check(); len(ds) > 0 {
+		// The warnings too: vet prints them beside the errors, not only
+		// once the errors are fixed.
+		ds = append(ds, p.Warnings()...)
+		ds.SortByPos()
 		return nil, ds
 	}
 	return p, nil

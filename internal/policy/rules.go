@@ -48,7 +48,7 @@ var (
 	RuleDuplicateLock = vetRule("duplicate-lock",
 		"a template takes each lock once")
 	RuleQuotaOverCard = vetRule("quota-over-card",
-		"the queues' nominal share quotas on a card add up to no more than the card's shares: a quota the card cannot back admits jobs that never schedule")
+		"the nominal share quotas of the queues and Cohorts on a card add up to no more than the card's shares: a quota the card cannot back admits jobs that never schedule")
 	RuleNodeSelector = vetRule("node-selector",
 		"a card's node selector is a Kubernetes label selector that requires the card's nodeLabels: Kueue places the card's jobs only on nodes carrying them, and reconcile makes exactly the selected nodes ready")
 	RuleCardWithoutNodes = vetRule("card-without-nodes",
@@ -377,10 +377,14 @@ func (c *checker) shares() {
 	// over the queues, not one per card.
 	// A Cohort's own nominalQuota is quota on top of its queues' (Kueue
 	// pools it with theirs), so it counts too.
+	// The finding points at the largest holder's nominalQuota (the first
+	// of equal ones, queues before Cohorts): the quota to cut first.
 	type holding struct {
 		total   int64
-		first   []string
+		largest int64
+		at      []string
 		holders []string
+		cohorts bool
 	}
 	held := map[string]*holding{}
 	hold := func(scope, name, label string, flavors map[string]FlavorQuotas) {
@@ -390,11 +394,15 @@ func (c *checker) shares() {
 			}
 			h := held[card]
 			if h == nil {
-				h = &holding{first: []string{scope, name, "flavors", card, "shares", "nominalQuota"}}
+				h = &holding{}
 				held[card] = h
+			}
+			if fq.Shares.Nominal > h.largest {
+				h.largest, h.at = fq.Shares.Nominal, []string{scope, name, "flavors", card, "shares", "nominalQuota"}
 			}
 			h.total += fq.Shares.Nominal
 			h.holders = append(h.holders, fmt.Sprintf("%s%s %d", label, name, fq.Shares.Nominal))
+			h.cohorts = h.cohorts || scope == "cohorts"
 		}
 	}
 	for _, qn := range p.QueueNames() {
@@ -408,11 +416,14 @@ func (c *checker) shares() {
 		if h == nil {
 			h = &holding{}
 		}
-		total, first, holders := h.total, h.first, h.holders
-		if total > p.Cards[card].Shares {
-			c.add(RuleQuotaOverCard, first,
-				"the queues' nominal quotas on card %q add up to %d shares (%s), but the card has %d",
-				card, total, strings.Join(holders, ", "), p.Cards[card].Shares)
+		if h.total > p.Cards[card].Shares {
+			whose := "the queues' nominal quotas"
+			if h.cohorts {
+				whose = "the nominal quotas of the queues and Cohorts"
+			}
+			c.add(RuleQuotaOverCard, h.at,
+				"%s on card %q add up to %d shares (%s), but the card has %d",
+				whose, card, h.total, strings.Join(h.holders, ", "), p.Cards[card].Shares)
 		}
 	}
 	for _, n := range p.ServiceNames() {
