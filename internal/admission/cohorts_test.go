@@ -1,6 +1,8 @@
 package admission_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gpupolicy/gpupolicy/internal/admission"
@@ -163,6 +165,20 @@ func TestCohortTreeReclaim(t *testing.T) {
 	}
 }
 
+// explainDepartment explains policies/department.
+func explainDepartment(t *testing.T) *admission.Report {
+	t.Helper()
+	p, err := policy.Load("../../policies/department")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := admission.Explain(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // TestDepartmentExplain checks explain's rows for policies/department
 // (hand-computed, and matched against the real Kueue by
 // test/crosscheck TestCrossCheckCohortTree): train jobs borrow through the
@@ -173,14 +189,7 @@ func TestCohortTreeReclaim(t *testing.T) {
 // own quota, reclaims from the language subtree by evicting the 7B (7
 // then); one at the 7B's priority waits.
 func TestDepartmentExplain(t *testing.T) {
-	p, err := policy.Load("../../policies/department")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := admission.Explain(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := explainDepartment(t)
 	type want struct {
 		quota, withPreemption int64
 		evicts                string
@@ -220,5 +229,59 @@ func TestDepartmentExplain(t *testing.T) {
 	}
 	if seen != len(wants) {
 		t.Errorf("%d rows, want %d", seen, len(wants))
+	}
+}
+
+// TestDepartmentCohortTree: explain's cohorts section for
+// policies/department: the department's own pool over vision (a shares
+// borrowingLimit of 2, vision-train) and language (no quota,
+// language-serve), in JSON and in the text tree.
+func TestDepartmentCohortTree(t *testing.T) {
+	r := explainDepartment(t)
+	str := func(s *string) string {
+		if s == nil {
+			return "-"
+		}
+		return *s
+	}
+	var got []string
+	for _, c := range r.Cohorts {
+		line := fmt.Sprintf("%s parent=%q children=%v queues=%v", c.Name, c.Parent, c.Children, c.Queues)
+		for _, f := range c.Flavors {
+			for _, q := range f.Resources {
+				line += fmt.Sprintf(" %s/%s=%s,%s,%s", f.Card, q.Name, q.NominalQuota, str(q.BorrowingLimit), str(q.LendingLimit))
+			}
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		`department parent="" children=[language vision] queues=[] rtx-5060-ti/nvidia.com/gpu=2,-,- rtx-5060-ti/memory=8Gi,-,- rtx-5060-ti/gpupolicy.dev/gpu-memory=4Gi,-,-`,
+		`language parent="department" children=[] queues=[language-serve]`,
+		`vision parent="department" children=[] queues=[vision-train] rtx-5060-ti/nvidia.com/gpu=0,2,- rtx-5060-ti/memory=0,-,- rtx-5060-ti/gpupolicy.dev/gpu-memory=0,-,-`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("cohorts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	tree := "  department: on rtx-5060-ti 2 shares, 8Gi memory, 4Gi gpu-memory\n" +
+		"    language: no quota of its own; queues language-serve\n" +
+		"    vision: on rtx-5060-ti 0 shares (borrowingLimit 2), 0 memory, 0 gpu-memory; queues vision-train\n"
+	if !strings.Contains(b.String(), tree) {
+		t.Errorf("text lacks the tree:\n%s\nin:\n%s", tree, b.String())
+	}
+	// A policy without Cohort objects has an empty section, and no text.
+	r, err := admission.Explain(twoCardPolicy(MakeQueue("q").Flavor(ample(MakeFlavor("a"), 2)).Flavor(ample(MakeFlavor("b"), 3))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if r.Cohorts == nil || len(r.Cohorts) != 0 || strings.Contains(b.String(), "Cohorts (") {
+		t.Errorf("no Cohort objects: cohorts %v, text:\n%s", r.Cohorts, b.String())
 	}
 }

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -514,7 +515,10 @@ func (e *explainer) borrowWho(q string) (who []string, frs []FlavorResource, max
 	for _, n := range e.templatesIn(q) {
 		t := e.p.Templates[n]
 		who = append(who, n+" jobs")
-		addReq(t.Card, t.Request)
+		// Every card its jobs may land on (anyCard: flavors.go).
+		for _, card := range e.p.TemplateCards(t) {
+			addReq(card, t.Request)
+		}
 		maxPrio = max(maxPrio, e.ladder[0].Value)
 	}
 	return who, frs, maxPrio
@@ -661,16 +665,26 @@ func (e *explainer) reclaimReasons(q string) []string {
 	var over []string
 	fitsSomewhere := false
 	for _, n := range append(e.templatesIn(q), e.servicesIn(q)...) {
-		card, req := e.cardRequest(n)
-		fits := true
-		for _, k := range policy.Kinds {
-			if req.Get(k) > s.Nominal(q, FlavorResource{card, k}) {
-				fits = false
-				over = append(over, fmt.Sprintf("%s asks %s", n, amountWords(k, req.Get(k))))
-				break
+		cards, req := e.cardRequest(n)
+		// It fits when it fits the nominal quota of some card it may land
+		// on; the words name what exceeds the first card's.
+		var asks string
+		for _, card := range cards {
+			fits := true
+			for _, k := range policy.Kinds {
+				if req.Get(k) > s.Nominal(q, FlavorResource{card, k}) {
+					fits = false
+					if asks == "" {
+						asks = fmt.Sprintf("%s asks %s", n, amountWords(k, req.Get(k)))
+					}
+					break
+				}
 			}
+			fitsSomewhere = fitsSomewhere || fits
 		}
-		fitsSomewhere = fitsSomewhere || fits
+		if asks != "" {
+			over = append(over, asks)
+		}
 	}
 	if !fitsSomewhere && len(over) > 0 {
 		return []string{fmt.Sprintf("Kueue reclaims only for a workload that fits its own queue's nominal quota, and none in %s does (%s)", q, strings.Join(over, "; "))}
@@ -681,13 +695,15 @@ func (e *explainer) reclaimReasons(q string) []string {
 	return nil
 }
 
-// cardRequest is a template's or service's card and request.
-func (e *explainer) cardRequest(n string) (string, policy.Request) {
+// cardRequest is a template's or service's cards and request: a
+// service's own card, every card a template's jobs may land on
+// (policy.TemplateCards: more than one for anyCard, flavors.go).
+func (e *explainer) cardRequest(n string) ([]string, policy.Request) {
 	if t, ok := e.p.Templates[n]; ok {
-		return t.Card, t.Request
+		return e.p.TemplateCards(t), t.Request
 	}
 	sv := e.p.Services[n]
-	return sv.Card, sv.Request
+	return []string{sv.Card}, sv.Request
 }
 
 // poolNeverShort proves, when it can, that a workload of q that fits q's
@@ -707,9 +723,9 @@ func (e *explainer) poolNeverShort(q string) string {
 	seen := map[FlavorResource]bool{}
 	var parts []string
 	for _, n := range append(e.templatesIn(q), e.servicesIn(q)...) {
-		card, req := e.cardRequest(n)
-		for _, k := range policy.Kinds {
-			fr := FlavorResource{card, k}
+		cards, req := e.cardRequest(n)
+		for _, fr := range cardKinds(cards) {
+			k := fr.Kind
 			if req.Get(k) <= 0 || seen[fr] {
 				continue
 			}
@@ -752,11 +768,22 @@ func (e *explainer) poolNeverShort(q string) string {
 func (e *explainer) runsTemplateOn(o string, fr FlavorResource) bool {
 	for _, tn := range e.templatesIn(o) {
 		t := e.p.Templates[tn]
-		if t.Card == fr.Card && t.Request.Get(fr.Kind) > 0 {
+		if slices.Contains(e.p.TemplateCards(t), fr.Card) && t.Request.Get(fr.Kind) > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// cardKinds is every (card, kind) of cards, card by card.
+func cardKinds(cards []string) []FlavorResource {
+	out := make([]FlavorResource, 0, len(cards)*len(policy.Kinds))
+	for _, card := range cards {
+		for _, k := range policy.Kinds {
+			out = append(out, FlavorResource{card, k})
+		}
+	}
+	return out
 }
 
 func (e *explainer) deadReclaim(q string, reasons []string, v verdict) {

@@ -77,6 +77,10 @@ type Report struct {
 	// for and evicts, and whether Kueue admits anything beside it
 	// (exclusive.go); its templates have no capacity rows.
 	Exclusive []Exclusive `json:"exclusive"`
+	// Cohorts is the policy's Kueue Cohort objects, sorted by name: each
+	// with its parent, its own quotas, its child Cohorts and its
+	// ClusterQueues (cohort_report.go); empty without Cohort objects.
+	Cohorts []CohortNode `json:"cohorts"`
 	// gateText says what stands in front of Kueue (gateOf the policy),
 	// whether or not the capacity rows were enumerated.
 	gateText string
@@ -140,6 +144,16 @@ type CardJobs struct {
 	// Margin is what is left of each resource of the card for the queue
 	// (Kueue's Available) while they run.
 	Margin map[string]string `json:"margin"`
+	// Borrowing is how many of the card's Admitted jobs Kueue admitted
+	// borrowing: some request took the queue above its nominalQuota of
+	// the card, on quota its cohort lends (queueing.go borrows: Kueue's
+	// Assignment.Borrows). BorrowingFrom is the first of them in the
+	// row's submission order (1 = the first job submitted), 0 when none.
+	// flavorFungibility's whenCanBorrow shows here: MayStopSearch
+	// borrows on an earlier card before trying the next, TryNextFlavor
+	// fills the next card within nominalQuota first (flavors.go).
+	Borrowing     int64 `json:"borrowing"`
+	BorrowingFrom int64 `json:"borrowingFrom"`
 }
 
 // LockEffect is what a step's lock (Argo semaphore) does next to the
@@ -234,8 +248,9 @@ type stateSnap struct {
 	// unadmitted lists up services Kueue does not admit, with the
 	// resources they are short of.
 	unadmitted []unadmitted
-	// declared is the GPU memory the admitted services declare.
-	declared int64
+	// declared is the GPU memory (MiB) the admitted services declare, by
+	// card (a service is pinned to its card).
+	declared map[string]int64
 	sims     map[simKey]*quotaSim
 }
 
@@ -371,6 +386,7 @@ func ExplainWith(p *policy.Policy, o Options) (*Report, error) {
 	}
 	r.Access = e.access()
 	r.Exclusive = Exclusives(p)
+	r.Cohorts = CohortTree(p)
 	return r, nil
 }
 
@@ -433,8 +449,11 @@ type quotaSim struct {
 	// cards in Kueue's order, the card each admitted job got (quota
 	// admits first, then those admitted by preempting), and Available per
 	// card before any job and once the preemption path is done.
-	cards     []string
-	landed    []string
+	cards  []string
+	landed []string
+	// borrowed says, per landed job, whether Kueue admitted it borrowing
+	// (borrows).
+	borrowed  []bool
 	availBy   map[string]map[policy.Kind]int64
 	preemptBy map[string]map[policy.Kind]int64
 }
@@ -479,6 +498,9 @@ func (e *explainer) simulate(s *Snapshot, v variant, pr policy.Priority) *quotaS
 			sim.never = d.Outcome == NoFit && len(added) == 0
 			break
 		}
+		if sim.cards != nil {
+			sim.borrowed = append(sim.borrowed, e.borrows(s, w))
+		}
 		s.Add(w)
 		added = append(added, w)
 		sim.landed = append(sim.landed, w.Card)
@@ -502,6 +524,9 @@ func (e *explainer) simulate(s *Snapshot, v variant, pr policy.Priority) *quotaS
 		}
 		if d.Outcome != Admit {
 			break
+		}
+		if sim.cards != nil {
+			sim.borrowed = append(sim.borrowed, e.borrows(s, w))
 		}
 		s.Add(w)
 		added = append(added, w)

@@ -114,7 +114,7 @@ func (e *explainer) serviceUnadmitted() {
 					a.short[e.p.Resource(fr.Kind)] = true
 				}
 				a.never = a.never || u.outcome == NoFit
-				a.states = append(a.states, e.upWords(c, st.up))
+				a.states = append(a.states, e.stateWords(c, st.up))
 			}
 		}
 	}
@@ -126,9 +126,9 @@ func (e *explainer) serviceUnadmitted() {
 			why = "asks more than its queue could ever hold"
 		}
 		e.add(RuleServiceUnadmitted, finding.Error, []string{"services", n},
-			"service %s (%s, queue %s) %s: short of %s (it asks %s). Kueue holds its pod, so it never comes up when %s",
+			"service %s (%s, queue %s) %s: short of %s (it asks %s). Kueue holds its pod, so it never comes up %s",
 			n, s.Mode, s.Queue, why, strings.Join(sortedStrings(a.short), ", "), e.requestWords(s.Request),
-			strings.Join(dedupe(a.states), ", or when "))
+			strings.Join(dedupe(a.states), ", or "))
 	}
 }
 
@@ -222,12 +222,12 @@ func (e *explainer) starvationFinding(c *component, v variant, names string, pr 
 		var ws []string
 		for i, s := range sets {
 			if i == maxListed {
-				ws = append(ws, fmt.Sprintf("%d more sets of services are up (-o json lists them)", len(sets)-maxListed))
+				ws = append(ws, fmt.Sprintf("while %d more sets of services are up (-o json lists them)", len(sets)-maxListed))
 				break
 			}
-			ws = append(ws, e.upWords(c, s))
+			ws = append(ws, e.stateWords(c, s))
 		}
-		b.WriteString("while " + strings.Join(ws, ", or while "))
+		b.WriteString(strings.Join(ws, ", or "))
 	}
 	b.WriteString(": ")
 	b.WriteString(e.shortWords(e.snapOf(c, st), v, &row))
@@ -421,14 +421,14 @@ func (e *explainer) lockCapacity() {
 				switch c.Lock.Effect {
 				case "exceeds":
 					if overN < maxListed {
-						over = append(over, fmt.Sprintf("%d %s jobs while %s", c.Lock.Kueue, pr.Name, e.upWords(comp, st.up)))
+						over = append(over, fmt.Sprintf("%d %s jobs %s", c.Lock.Kueue, pr.Name, e.stateWords(comp, st.up)))
 					}
 					overN++
 					maxHeld = max(maxHeld, c.Lock.Held)
 				case "limits":
 					under = append(under, pr.Name)
 					if c.Lock.Kueue > maxKueue {
-						maxKueue, maxKueueState = c.Lock.Kueue, e.upWords(comp, st.up)
+						maxKueue, maxKueueState = c.Lock.Kueue, e.stateWords(comp, st.up)
 					}
 				}
 			}
@@ -444,7 +444,7 @@ func (e *explainer) lockCapacity() {
 		}
 		if len(under) > 0 {
 			e.add(RuleLockCapacity, finding.Info, path,
-				"%s lock (%d) admits fewer %s jobs than %s's quota would (%d while %s): %s of quota stays idle for these steps",
+				"%s lock (%d) admits fewer %s jobs than %s's quota would (%d %s): %s of quota stays idle for these steps",
 				l.Name, l.Size, v.name, v.t.Queue, maxKueue, maxKueueState, jobsWorth(maxKueue-l.Size))
 		}
 	}
@@ -483,10 +483,18 @@ func (e *explainer) kueueAlone() {
 
 // ---- declared-physical
 
+// declaredPhysical compares, per card, the GPU-memory declarations the
+// quotas admit at once with the card's physical memory. The most declared
+// at the defaults counts, per row, the services on that card and only the
+// row's jobs that land on it: a template that may land on several cards
+// (anyCard) counts on each card its per-card share (Capacity.Cards), so a
+// figure never counts a job on two cards.
 func (e *explainer) declaredPhysical() {
 	varsOf := map[string][]int{}
 	for vi, v := range e.variants {
-		varsOf[v.t.Card] = append(varsOf[v.t.Card], vi)
+		for _, card := range e.cardsOfVariant(v) {
+			varsOf[card] = append(varsOf[card], vi)
+		}
 	}
 	queuesOf := map[string][]string{}
 	for _, qn := range e.p.QueueNames() {
@@ -525,10 +533,10 @@ func (e *explainer) declaredPhysical() {
 					if !c.Reachable {
 						continue
 					}
-					declared := st.declared
-					n := c.Admitted
-					if c.Preemption != nil && c.Preemption.Admitted > n {
-						n = c.Preemption.Admitted
+					declared := st.declared[card]
+					n := onCard(c.Admitted, c.Cards, card)
+					if c.Preemption != nil && c.Preemption.Admitted > c.Admitted {
+						n = onCard(c.Preemption.Admitted, c.Preemption.Cards, card)
 						for _, ev := range c.Preemption.Evicts {
 							if s, ok := e.p.Services[ev.Service]; ok && s.Card == card {
 								declared -= s.Request.GPUMemoryMiB
@@ -538,10 +546,14 @@ func (e *explainer) declaredPhysical() {
 					declared += n * e.p.Templates[c.BaseTemplate].Request.GPUMemoryMiB
 					if declared > most {
 						most = declared
+						there := ""
+						if c.Cards != nil {
+							there = " on " + card
+						}
 						if n == 0 {
-							mostWhere = "the services alone, while " + e.upWords(comp, st.up)
+							mostWhere = "the services alone, " + e.stateWords(comp, st.up)
 						} else {
-							mostWhere = fmt.Sprintf("the services and %d %s jobs, while %s", n, c.Template, e.upWords(comp, st.up))
+							mostWhere = fmt.Sprintf("the services and %d %s jobs%s, %s", n, c.Template, there, e.stateWords(comp, st.up))
 						}
 					}
 				}
@@ -564,6 +576,20 @@ func (e *explainer) declaredPhysical() {
 		b.WriteString("A declaration is accounting, not a limit, and time-slicing isolates none of the card's memory: a job that uses more than it declares can run its neighbours, services included, out of memory")
 		e.add(RuleDeclaredPhysical, sev, []string{"cards", card, "memoryMiB"}, "%s", b.String())
 	}
+}
+
+// onCard is how many of a row's n jobs land on card: n for a template
+// pinned to it (cards nil), else the card's count in cards.
+func onCard(n int64, cards []CardJobs, card string) int64 {
+	if cards == nil {
+		return n
+	}
+	for _, c := range cards {
+		if c.Card == card {
+			return c.Admitted
+		}
+	}
+	return 0
 }
 
 func holders(n int64, l policy.Lock) string {

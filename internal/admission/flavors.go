@@ -273,9 +273,16 @@ func (e *explainer) cardJobs(v variant, sim *quotaSim, avail map[string]map[poli
 	out := make([]CardJobs, 0, len(sim.cards))
 	for _, card := range sim.cards {
 		cj := CardJobs{Card: card, Margin: map[string]string{}}
-		for _, l := range sim.landed[:min(n, int64(len(sim.landed)))] {
-			if l == card {
-				cj.Admitted++
+		for i, l := range sim.landed[:min(n, int64(len(sim.landed)))] {
+			if l != card {
+				continue
+			}
+			cj.Admitted++
+			if sim.borrowed[i] {
+				cj.Borrowing++
+				if cj.BorrowingFrom == 0 {
+					cj.BorrowingFrom = int64(i) + 1
+				}
 			}
 		}
 		for _, k := range policy.Kinds {
@@ -357,14 +364,19 @@ func (e *explainer) cardGroups() func(queue, card string) string {
 }
 
 // cardsWords is " on l4 2, a100 4" for an answer whose jobs land on
-// several cards, "" otherwise.
+// several cards, "" otherwise; a card where some of them borrow says how
+// many and from which job on: " on l4 3 (2 borrowing, from job 2), a100 2".
 func cardsWords(cards []CardJobs) string {
 	if cards == nil {
 		return ""
 	}
 	parts := make([]string, 0, len(cards))
 	for _, c := range cards {
-		parts = append(parts, fmt.Sprintf("%s %d", c.Card, c.Admitted))
+		part := fmt.Sprintf("%s %d", c.Card, c.Admitted)
+		if c.Borrowing > 0 {
+			part += fmt.Sprintf(" (%d borrowing, from job %d)", c.Borrowing, c.BorrowingFrom)
+		}
+		parts = append(parts, part)
 	}
 	return " on " + strings.Join(parts, ", ")
 }

@@ -1,7 +1,9 @@
 package admission_test
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpupolicy/gpupolicy/internal/admission"
@@ -211,6 +213,123 @@ func TestFlavorRowEvictsOnCard(t *testing.T) {
 			if c := row.Preemption.Cards; len(c) != 2 || c[0].Admitted != 2 || c[1].Admitted != 2 {
 				t.Errorf("%s: preemption path's cards %+v, want a 2, b 2", preempt, c)
 			}
+		}
+	}
+}
+
+// TestFlavorDeclaredPhysicalPerCard: an anyCard template's jobs count on
+// the card they land on, not on every card. q holds 4 shares of a and 4
+// of b; an always-on service takes 1 share of b and declares 2,000 MiB
+// there. The jobs (1 share, 1,000 MiB each) land 4 on a and 3 on b: card
+// a's most is 4,000 MiB (4 jobs, no service), card b's 5,000 MiB (the
+// service and 3 jobs); counting every job on every card would say 9,000
+// on a.
+func TestFlavorDeclaredPhysicalPerCard(t *testing.T) {
+	p := MakePolicy("per-card").Card("a", 16311, 8).Card("b", 16311, 8).CardNodeLabels("b", nil).
+		DefaultPriority("low", 10).
+		Queue(MakeQueue("q").Namespaces("experiments").
+			Flavor(ample(MakeFlavor("a"), 4)).Flavor(ample(MakeFlavor("b"), 4))).
+		Service(MakeService("svc").Namespace("experiments").Queue("q").Card("b").Priority("low").Request(1, GiB(1), 2000)).
+		Template(MakeTemplate("any").Queue("q").Card("a").AnyCard().Request(1, GiB(1), 1000)).Obj()
+	r, err := admission.Explain(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		policy.PathString("cards", "a", "memoryMiB"): "the most is 4,000 MiB (the services and 4 any jobs on a, ",
+		policy.PathString("cards", "b", "memoryMiB"): "the most is 5,000 MiB (the services and 3 any jobs on b, ",
+	}
+	for _, f := range r.Findings {
+		if f.Rule != admission.RuleDeclaredPhysical.ID {
+			continue
+		}
+		w, ok := want[f.Path]
+		if !ok {
+			t.Errorf("declared-physical on %s: %s", f.Path, f.Message)
+			continue
+		}
+		if !strings.Contains(f.Message, w) {
+			t.Errorf("declared-physical on %s: %s; want %q", f.Path, f.Message, w)
+		}
+		delete(want, f.Path)
+	}
+	for path := range want {
+		t.Errorf("no declared-physical finding on %s", path)
+	}
+}
+
+// TestFlavorLockFromQuotaAnyCard: two anyCard templates that name
+// different cards but may land on the same ones (a, then b) size a lock
+// alike: no "name the template" error, and the size counts both cards
+// (2 on a, 3 on b).
+func TestFlavorLockFromQuotaAnyCard(t *testing.T) {
+	w := MakePolicy("lock-any").Card("a", 16311, 8).Card("b", 16311, 8).CardNodeLabels("b", nil).
+		DefaultPriority("low", 10).
+		Queue(MakeQueue("q").Namespaces("experiments").Flavor(ample(MakeFlavor("a"), 2)).Flavor(ample(MakeFlavor("b"), 3))).
+		Lock("main", 0).
+		Template(MakeTemplate("any").Queue("q").Card("a").AnyCard().Locks("main").Request(1, GiB(1), 1000)).
+		Template(MakeTemplate("any-b").Queue("q").Card("b").AnyCard().Locks("main").Request(1, GiB(1), 1000))
+	p := w.Obj()
+	l := p.Locks["main"]
+	l.FromQueue = &policy.QueueAdmits{Queue: "q", State: map[string]string{}}
+	p.Locks["main"] = l
+	_, sizes, err := admission.SizeLocks(p)
+	if err != nil {
+		t.Fatalf("SizeLocks: %v", err)
+	}
+	if len(sizes) != 1 || sizes[0].Size != 5 {
+		t.Fatalf("sizes %+v, want main = 5", sizes)
+	}
+	// Pinned to a and anyCard: different cards, so the template must be named.
+	tp := p.Templates["any-b"]
+	tp.AnyCard, tp.Card = false, "a"
+	p.Templates["any-b"] = tp
+	_, _, err = admission.SizeLocks(p)
+	if err == nil || !strings.Contains(err.Error(), "templates any (cards a, b) and any-b (cards a) take it through queue q on different cards") {
+		t.Errorf("pinned and anyCard: %v", err)
+	}
+}
+
+// TestFlavorBorrowingPerCard: TestFlavorWhenCanBorrow's policy. Both
+// settings land 3 jobs on a and 2 on b, 2 of a's borrowing; what
+// whenCanBorrow changes is which jobs borrow: from the 2nd with
+// MayStopSearch (a is tried first while it can borrow there), from the 4th
+// with TryNextFlavor (b's nominalQuota first). The row and its text say so.
+func TestFlavorBorrowingPerCard(t *testing.T) {
+	for borrow, from := range map[string]int64{policy.MayStopSearch: 2, policy.TryNextFlavor: 4} {
+		p := twoCardPolicy(MakeQueue("q").Cohort("co").FlavorFungibility(borrow, policy.TryNextFlavor).
+			Flavor(ample(MakeFlavor("a"), 1)).Flavor(ample(MakeFlavor("b"), 2)),
+			MakeQueue("l").Cohort("co").Namespaces("lender").Flavor(ample(MakeFlavor("a"), 2)))
+		r, err := admission.Explain(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := 0
+		for _, row := range r.Capacity {
+			if row.Template != "any" {
+				continue
+			}
+			rows++
+			want := []admission.CardJobs{{Card: "a", Admitted: 3, Borrowing: 2, BorrowingFrom: from}, {Card: "b", Admitted: 2}}
+			if len(row.Cards) != 2 {
+				t.Fatalf("%s: row at %s: cards %+v", borrow, row.Priority, row.Cards)
+			}
+			for i, c := range row.Cards {
+				w := want[i]
+				if c.Card != w.Card || c.Admitted != w.Admitted || c.Borrowing != w.Borrowing || c.BorrowingFrom != w.BorrowingFrom {
+					t.Errorf("%s: row at %s: card %+v, want %+v", borrow, row.Priority, c, want[i])
+				}
+			}
+		}
+		if rows == 0 {
+			t.Fatalf("%s: no rows for any", borrow)
+		}
+		var b strings.Builder
+		if err := r.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if w := fmt.Sprintf("5 on a 3 (2 borrowing, from job %d), b 2", from); !strings.Contains(b.String(), w) {
+			t.Errorf("%s: text lacks %q:\n%s", borrow, w, b.String())
 		}
 	}
 }

@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gpupolicy/gpupolicy/internal/finding"
@@ -200,7 +201,13 @@ func lockTemplate(p *policy.Policy, l policy.Lock) (policy.Template, *finding.Fi
 		return fail("no template takes it through queue %s, so no job sizes it: name one with template", q.Queue)
 	}
 	for _, t := range takers[1:] {
-		if t.Card != takers[0].Card || t.Request != takers[0].Request {
+		// Two templates on the same cards (policy.TemplateCards: anyCard
+		// ones may name different cards) asking alike size it alike.
+		if a, b := p.TemplateCards(takers[0]), p.TemplateCards(t); !slices.Equal(a, b) {
+			return fail("templates %s (cards %s) and %s (cards %s) take it through queue %s on different cards: name the one whose jobs size it with template",
+				takers[0].Name, strings.Join(a, ", "), t.Name, strings.Join(b, ", "), q.Queue)
+		}
+		if t.Request != takers[0].Request {
 			return fail("templates %s (%s) and %s (%s) take it through queue %s with different requests: name the one whose jobs size it with template",
 				takers[0].Name, requestWords(takers[0]), t.Name, requestWords(t), q.Queue)
 		}

@@ -186,6 +186,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	r.writeOutlooksText(w)
 	r.writeExclusiveText(w)
+	r.writeCohortsText(w)
 	r.writeQueueingText(w)
 	if r.showRows() {
 		if err := r.writeRowsText(w); err != nil {
@@ -255,6 +256,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	r.writeOutlooksMarkdown(w)
 	r.writeExclusiveMarkdown(w)
+	r.writeCohortsMarkdown(w)
 	r.writeQueueingMarkdown(w)
 	if r.showRows() {
 		r.writeRowsMarkdown(w)
