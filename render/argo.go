@@ -246,7 +246,7 @@ func templateDescription(p *policy.Policy, v policy.Variant) string {
 		b.WriteString("; no model store, for jobs that load no model (--no-hf-cache)")
 	}
 	if t.Exclusive != nil {
-		fmt.Fprintf(&b, "; exclusive: asks every share and all the GPU memory the always-on services leave, at %s priority, so Kueue admits nothing beside it", t.Priority)
+		fmt.Fprintf(&b, "; exclusive: asks every share and all the GPU memory the always-on services leave, at %s priority, so Kueue admits nothing else beside it on the card", t.Priority)
 	}
 	return b.String()
 }

@@ -136,6 +136,15 @@ func Run(ctx context.Context, c Clients, o Options) (*Report, error) {
 	return r.run(ctx)
 }
 
+// Check returns the error Run would give o before it touches the cluster:
+// the options against the policy (the batch's template and priority, the
+// levels, --exclusive's template), so that a caller refuses bad ones
+// before it connects.
+func Check(o Options) error {
+	_, err := newRunner(Clients{}, o)
+	return err
+}
+
 func newRunner(c Clients, o Options) (*runner, error) {
 	if o.Policy == nil {
 		return nil, errors.New("verify: no policy")

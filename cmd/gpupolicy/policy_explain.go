@@ -31,6 +31,20 @@ model gives for its queue, and explain states the derivation ("lock main:
 4 = jobs of gpu-step (...) ClusterQueue gpu-general admits at once with
 every on-demand service down ...").
 
+A template that may land on several cards of its ClusterQueue (anyCard:
+true, or a card without nodeLabels in a queue of several cards) names its
+cards in Kueue's order ("cards a, b: Kueue's choice, in that order"), and
+each count is split per card, "8 on a 4, b 4": the first card where a job
+fits, as the queue's flavorFungibility says (README, "Cards: where Kueue
+puts the jobs").
+
+A template marked exclusive (exclusive: jobs: "wait" | "evict") gets a
+section "Exclusive templates": what it asks (every share and all the GPU
+memory the always-on services leave; they run beside it on their own
+quota), per service state whether Kueue admits it, the running jobs it
+evicts or waits for, the on-demand services whose scale-down it waits
+for, and what could be admitted beside it or evict it.
+
 It also says who may evict whom: per namespace where GPU workloads run, the
 priorities and LocalQueues the policy's access rules let it use and,
 through each ClusterQueue's withinClusterQueue, reclaimWithinCohort and

@@ -24,8 +24,11 @@ Kubernetes objects that run it, one YAML file each:
 
   Namespace              every namespace the policy uses
   ResourceFlavor         one per card (its nodeLabels)
+  Cohort                 one per declared cohort (policy field cohorts):
+                         its parent and its own quotas (cohort_NAME.yaml)
   ClusterQueue           one per queue: cohort, quotas of shares, host memory
-                         and declared GPU memory, preemption
+                         and declared GPU memory, preemption and
+                         flavorFungibility (a queue with several cards)
   LocalQueue             one per queue and namespace
   WorkloadPriorityClass  one per rung of the priority ladder
   ConfigMap              the Argo semaphores (one key per lock, value = size)

@@ -29,8 +29,16 @@ func newVetCmd() *cobra.Command {
 schema embedded in gpupolicy, then applies the semantic rules below and
 every check render applies before it writes (the CRDs, rule crd), so that a
 policy that vets renders. Every problem is printed as file:line:col: rule:
-message, positions relative to the current directory, in the policy's own
-files.
+message, a warning as file:line:col: rule: warning: message (beside the
+errors, when there are any), positions relative to the current directory,
+in the policy's own files.
+
+Policy fields to know beyond queues, services, templates and locks (all in
+schema/policy.cue; the README section in quotes):
+  cohorts            Kueue Cohort objects: a tree of cohorts, each with a parent and quota of its own ("A department: Cohort objects and a cohort tree")
+  flavorFungibility  per queue: whether a job tries the queue's next card before borrowing or preempting ("Cards: where Kueue puts the jobs")
+  anyCard            per template: true leaves the card to Kueue, any of its queue's cards ("Cards: where Kueue puts the jobs")
+  exclusive          per template, jobs: "wait" | "evict": the card to itself by quota ("Exclusive templates")
 
 Rules (ID, severity, reason):
 ` + finding.Help(finding.Rules(finding.Vet)) + `
@@ -58,6 +66,9 @@ summary, and in -o json's findings), 2 on any problem.`,
 				// refuses first: a policy that vets renders.
 				var ds finding.List
 				if ds, err = render.Check(p); err == nil && len(ds) > 0 {
+					// Its warnings beside (Load adds them to its own).
+					ds = append(ds, p.Warnings()...)
+					ds.SortByPos()
 					err = ds
 				}
 			}
@@ -80,7 +91,7 @@ summary, and in -o json's findings), 2 on any problem.`,
 					return err
 				}
 				if !r.Valid {
-					return fmt.Errorf("%d problem(s) in the policy", len(r.Findings))
+					return fmt.Errorf("%d problem(s) in the policy", problems(r.Findings))
 				}
 				return nil
 			}
@@ -91,7 +102,7 @@ summary, and in -o json's findings), 2 on any problem.`,
 				return err
 			}
 			if !r.Valid {
-				return fmt.Errorf("%d problem(s) in the policy", len(r.Findings))
+				return fmt.Errorf("%d problem(s) in the policy", problems(r.Findings))
 			}
 			return nil
 		},

@@ -223,6 +223,34 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 			return err
 		}
 	}
+	predict, err := verify.AdmissionPredictor(p)
+	if err != nil {
+		return err
+	}
+	opts := verify.Options{
+		Policy: p, Environment: f.env, Levels: levels, Batches: f.batches, Hold: f.hold,
+		Cancel: f.cancel, Faults: f.faults, CancelGrace: f.cancelGrace, StarveWatch: f.starveWatch, Timeout: f.timeout,
+		Exclusive: f.exclusive, ExclusiveTemplate: f.exclusiveTemplate,
+		Progress: cmd.ErrOrStderr(), Predict: predict, NoGPUMemory: f.noGPUMemory,
+	}
+	// The flags against the policy (--exclusive-template's name, ...)
+	// before the cluster: a typo is not reported as a missing kubeconfig.
+	if err := verify.Check(opts); err != nil {
+		if other != nil {
+			return fmt.Errorf("verify: policy %s: %w", label, err)
+		}
+		return err
+	}
+	if other != nil {
+		o := opts
+		if o.Predict, err = verify.AdmissionPredictor(other.Policy); err != nil {
+			return fmt.Errorf("verify: policy %s: %w", other.Label, err)
+		}
+		o.Policy = other.Policy
+		if err := verify.Check(o); err != nil {
+			return fmt.Errorf("verify: policy %s: %w", other.Label, err)
+		}
+	}
 	kubeconfig := f.cluster.kubeconfig
 	if kubeconfig == "" && t.Env.Kubeconfig != "" {
 		kubeconfig = filepath.Join(t.Root, filepath.FromSlash(t.Env.Kubeconfig))
@@ -236,20 +264,10 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 	if err != nil {
 		return fmt.Errorf("environment %s: %w", f.env, err)
 	}
-	predict, err := verify.AdmissionPredictor(p)
-	if err != nil {
-		return err
-	}
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(cmd.ErrOrStderr(), "verify: environment %s at %s\n", f.env, where)
-	opts := verify.Options{
-		Policy: p, Environment: f.env, Levels: levels, Batches: f.batches, Hold: f.hold,
-		Cancel: f.cancel, Faults: f.faults, CancelGrace: f.cancelGrace, StarveWatch: f.starveWatch, Timeout: f.timeout,
-		Exclusive: f.exclusive, ExclusiveTemplate: f.exclusiveTemplate,
-		Progress: cmd.ErrOrStderr(), Predict: predict, NoGPUMemory: f.noGPUMemory,
-	}
 	clients := verify.Clients{Dynamic: kc.Dynamic, REST: kc.REST}
 	if other != nil {
 		return runSideBySide(cmd, ctx, t, kc, f, clients, opts, *other, verify.PolicyRun{Label: label, Source: label + " in the working tree", Policy: p})

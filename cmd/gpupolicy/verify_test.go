@@ -69,6 +69,10 @@ current-context: nowhere
 		{[]string{"verify", "--env", "local", "--exclusive-template", "vllm-bench"}, "give --exclusive too"},
 		{[]string{"verify", "--env", "nosuch"}, `no environment "nosuch"`},
 		{[]string{"verify", "--env", "local", "--kubeconfig", filepath.Join(dir, "absent")}, "make cluster-up"},
+		// A flag the policy refuses is reported before the cluster is
+		// looked at: no kubeconfig here, and the message is the name's.
+		{[]string{"verify", "--env", "local", "--kubeconfig", filepath.Join(dir, "absent"), "--exclusive", "--exclusive-template", "nope"},
+			`verify --exclusive-template "nope": not an exclusive template of the policy (exclusive: vllm-bench)`},
 		{[]string{"verify", "--env", "local", "--kubeconfig", unreachable, "--levels", "1", "--batches", "1"}, "127.0.0.1:1"},
 		{[]string{"verify", "--env", "local", "--compare-with", "no-such-revision-or-dir"}, `--compare-with "no-such-revision-or-dir": neither a policy directory nor a revision`},
 		{[]string{"verify", "--env", "local", "--compare-with", dir}, "no .cue files"},

@@ -322,7 +322,7 @@ func (e *explainer) fillState(c *component, st *stateSnap) {
 	st.snap = newSnapshotOf(e.p, c.keep)
 	st.unadmitted = nil
 	st.admittedSet = map[int]bool{}
-	st.declared = 0
+	st.declared = map[string]int64{}
 	admit := func(name string) bool {
 		sv := e.p.Services[name]
 		if _, ok := st.snap.queues[sv.Queue]; !ok {
@@ -335,7 +335,7 @@ func (e *explainer) fillState(c *component, st *stateSnap) {
 			return false
 		}
 		st.snap.Add(w)
-		st.declared += sv.Request.GPUMemoryMiB
+		st.declared[sv.Card] += sv.Request.GPUMemoryMiB
 		return true
 	}
 	for _, n := range c.alwaysOn {
@@ -577,23 +577,27 @@ func (e *explainer) starvingSets(c *component, v variant, pr policy.Priority) ([
 	return found, sr
 }
 
-// upWords describes a component's state as a clause: "qwen2-5-7b is up",
-// "every on-demand service is down", "a and b are up".
-func (e *explainer) upWords(c *component, up []int) string {
+// stateWords says under which service state something holds, as an
+// adverbial phrase: "while qwen2-5-7b is up", "while every on-demand
+// service is down", "while a and b are up"; "with every service up (all
+// are always-on)" when the policy has no on-demand service, and "whatever
+// the on-demand services do (none shares this quota)" when the
+// component's quota is shared with none.
+func (e *explainer) stateWords(c *component, up []int) string {
 	if len(e.onDemand) == 0 {
-		return "the services are up (there are no on-demand ones)"
+		return "with every service up (all are always-on)"
 	}
 	if len(c.services) == 0 {
-		return "any on-demand service is up or down (none shares this quota)"
+		return "whatever the on-demand services do (none shares this quota)"
 	}
 	names := e.names(c, up)
 	switch {
 	case len(names) == 0 && len(c.services) == 1:
-		return e.onDemand[c.services[0]] + " is down"
+		return "while " + e.onDemand[c.services[0]] + " is down"
 	case len(names) == 0:
-		return "every on-demand service is down"
+		return "while every on-demand service is down"
 	case len(names) == 1:
-		return names[0] + " is up"
+		return "while " + names[0] + " is up"
 	}
-	return strings.Join(names, " and ") + " are up"
+	return "while " + strings.Join(names, " and ") + " are up"
 }

@@ -79,7 +79,9 @@ type ExclusiveState struct {
 	// "preempt"), in eviction order.
 	Evicts []Eviction `json:"evicts"`
 	// Short lists the resources it does not fit in (Outcome "wait" or
-	// "no-fit"); WaitsFor the workloads holding them.
+	// "no-fit"); WaitsFor the workloads holding them that can end: jobs
+	// and on-demand services (scale-down), never the always-on services,
+	// whose quota the step runs beside.
 	Short    []string `json:"short"`
 	WaitsFor []string `json:"waitsFor"`
 	// Running is, per other step template and priority it may be
@@ -168,15 +170,33 @@ func SizeExclusive(p *policy.Policy) (*policy.Policy, finding.List) {
 		// The template's own shares and gpuMemory are the least the step
 		// needs.
 		own, t := p.Templates[n], out.Templates[n]
-		var short []string
+		if cards := p.TemplateCards(own); len(cards) > 1 {
+			// The request is what one card's quota leaves; Kueue may put
+			// the step on another card (flavor assignment), where that
+			// request proves nothing.
+			f := RuleExclusiveFits.Newf("%s may land on any of %s (Kueue's flavor assignment: %s), but an exclusive step's request is sized from one card's quota, so it proves nothing about the card Kueue picks; pin it to one card (anyCard: false, and a card with nodeLabels)",
+				n, strings.Join(cards, ", "), anyCardWhy(p, own))
+			f.Path, f.Pos = policy.PathString("templates", n, "exclusive"), p.Pos("templates", n, "exclusive")
+			ds = append(ds, f)
+			continue
+		}
+		var need, left []string
 		for _, k := range []policy.Kind{policy.Shares, policy.GPUMemory} {
 			if own.Request.Get(k) > t.Request.Get(k) {
-				short = append(short, fmt.Sprintf("%s of %s but they leave %s", policy.FormatAmount(k, own.Request.Get(k)), k, policy.FormatAmount(k, t.Request.Get(k))))
+				need = append(need, amountWords(k, own.Request.Get(k)))
+				left = append(left, amountWords(k, t.Request.Get(k)))
 			}
 		}
-		if len(short) > 0 {
-			f := RuleExclusiveFits.Newf("%s needs at least %s in ClusterQueue %s on %s with the always-on services running",
-				n, strings.Join(short, ", and "), t.Queue, t.Card)
+		if len(need) > 0 {
+			s, _ := servicesSnapshot(p, nil)
+			var f finding.Finding
+			if on := alwaysOnHolders(s, t); len(on) > 0 {
+				f = RuleExclusiveFits.Newf("%s needs at least %s in ClusterQueue %s on %s, but the always-on services holding quota there (%s) leave it %s",
+					n, strings.Join(need, " and "), t.Queue, t.Card, strings.Join(on, ", "), strings.Join(left, " and "))
+			} else {
+				f = RuleExclusiveFits.Newf("%s needs at least %s in ClusterQueue %s on %s, but the queue has only %s there, borrowable quota included",
+					n, strings.Join(need, " and "), t.Queue, t.Card, strings.Join(left, " and "))
+			}
 			f.Path, f.Pos = policy.PathString("templates", n, "exclusive"), p.Pos("templates", n, "exclusive")
 			ds = append(ds, f)
 			continue
@@ -186,6 +206,15 @@ func SizeExclusive(p *policy.Policy) (*policy.Policy, finding.List) {
 	}
 	ds.SortByPos()
 	return &out, ds
+}
+
+// anyCardWhy says why Kueue chooses t's card: anyCard, or a card without
+// nodeLabels in a queue with several cards (policy.TemplateCards).
+func anyCardWhy(p *policy.Policy, t policy.Template) string {
+	if t.AnyCard {
+		return "anyCard: true"
+	}
+	return "card " + t.Card + " has no nodeLabels to pin it"
 }
 
 // Exclusives analyses every exclusive template of a policy sized by
@@ -325,6 +354,17 @@ func analyzeExclusive(p *policy.Policy, t policy.Template) (Exclusive, finding.L
 			if len(b.Evicts) > 0 {
 				how = "admitted beside it after Kueue evicts " + evictionNames(b.Evicts)
 			}
+			if b.Service != "" {
+				// A service Kueue is not running in this state: say when
+				// it would come, not the state it is absent from.
+				after := ""
+				if len(b.Evicts) > 0 {
+					after = ", after evicting " + evictionNames(b.Evicts)
+				}
+				at(RuleExclusiveAlone.Newf("%s does not get %s to itself: %s, Kueue admits %s beside it at %s priority in ClusterQueue %s%s",
+					t.Name, t.Card, serviceArrives(b.Service, t.Name, st.State), b.Service, b.Priority, b.Queue, after))
+				continue
+			}
 			at(RuleExclusiveAlone.Newf("%s does not get %s to itself: with %s, %s at %s priority in ClusterQueue %s is %s",
 				t.Name, t.Card, label, b.Workload, b.Priority, b.Queue, how))
 		}
@@ -409,12 +449,17 @@ func exclusiveState(p *policy.Policy, t policy.Template, onDemand, up []string) 
 	return st
 }
 
-// exclusiveHolders lists the admitted workloads, in the step's queue's cohort, that
-// hold the resources it is short of.
+// exclusiveHolders lists the admitted workloads, in the step's queue's
+// cohort, that hold the resources it is short of and can end: jobs and
+// on-demand services (which scale down). The always-on services never
+// end; the step was sized to run beside them on their own quota.
 func exclusiveHolders(s *Snapshot, t policy.Template, short []FlavorResource) []string {
 	out := []string{}
 	for _, q := range s.CohortQueues(t.Queue) {
 		for _, w := range s.Workloads(q) {
+			if w.Service != "" && s.p.Services[w.Service].Mode != policy.OnDemand {
+				continue
+			}
 			for _, fr := range short {
 				if w.Card == fr.Card && w.Request.Get(fr.Kind) > 0 && !slices.Contains(out, w.Name) {
 					out = append(out, w.Name)
@@ -423,6 +468,48 @@ func exclusiveHolders(s *Snapshot, t policy.Template, short []FlavorResource) []
 		}
 	}
 	return out
+}
+
+// alwaysOnHolders lists the always-on services admitted in s, in the
+// step's queue's cohort, with quota on its card: what the exclusive step
+// is sized to run beside.
+func alwaysOnHolders(s *Snapshot, t policy.Template) []string {
+	var out []string
+	for _, q := range s.CohortQueues(t.Queue) {
+		for _, w := range s.Workloads(q) {
+			if w.Service != "" && w.Card == t.Card && s.p.Services[w.Service].Mode != policy.OnDemand && !slices.Contains(out, w.Service) {
+				out = append(out, w.Service)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// serviceArrives says when a service Kueue is not running in a state
+// would be admitted beside the exclusive step: "if qwen2-5-7b comes up
+// while vllm-bench runs" (down in the state, or always-on but not
+// admitted), "if qwen2-5-7b, evicted to admit vllm-bench, comes back
+// while it runs", with the other on-demand services' state first when
+// there are any.
+func serviceArrives(name, step string, state map[string]string) string {
+	when := "if " + name + " comes up while " + step + " runs"
+	if state[name] == policy.ServiceUp {
+		when = "if " + name + ", evicted to admit " + step + ", comes back while it runs"
+	}
+	others := maps.Clone(state)
+	delete(others, name)
+	if len(others) == 0 {
+		return when
+	}
+	anyUp := false
+	for _, v := range others {
+		anyUp = anyUp || v == policy.ServiceUp
+	}
+	if !anyUp {
+		return "with the other on-demand services down, " + when
+	}
+	return "with " + policy.StateLabel(others) + ", " + when
 }
 
 // besideProbes tries every other workload the policy could submit while
@@ -619,9 +706,12 @@ func evictionPolicies(es []Eviction) string {
 	return strings.Join(out, ", ")
 }
 
-// exclusiveWords says what the step does in one state: "with qwen2-5-7b
-// up: evicts qwen2-5-7b (reclaimWithinCohort), then runs alone; evicts 4 ×
-// gpu-step job at batch, waits for 4 × gpu-step job at training".
+// exclusiveWords says what the step does in one state: "vllm-bench with
+// qwen2-5-7b up: admitted after Kueue evicts qwen2-5-7b
+// (reclaimWithinCohort), and nothing is admitted beside it; running jobs
+// it evicts: 4 × gpu-step job at batch; running jobs it waits for: 4 ×
+// gpu-step job at training", or "vllm-bench with qwen2-5-7b up: waits
+// until qwen2-5-7b scales down (short of ...)".
 func exclusiveWords(t policy.Template, strategy, label string, st ExclusiveState) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s with %s: ", t.Name, label)
@@ -634,7 +724,14 @@ func exclusiveWords(t policy.Template, strategy, label string, st ExclusiveState
 		fmt.Fprintf(&b, "never admitted (%s above what the queue could hold)", strings.Join(st.Short, ", "))
 		return b.String()
 	default:
-		fmt.Fprintf(&b, "waits for %s (short of %s)", strings.Join(st.WaitsFor, ", "), strings.Join(st.Short, ", "))
+		switch len(st.WaitsFor) {
+		case 0:
+			fmt.Fprintf(&b, "waits (short of %s, which no job or on-demand service holds)", strings.Join(st.Short, ", "))
+		case 1:
+			fmt.Fprintf(&b, "waits until %s scales down (short of %s)", st.WaitsFor[0], strings.Join(st.Short, ", "))
+		default:
+			fmt.Fprintf(&b, "waits until %s scale down (short of %s)", strings.Join(st.WaitsFor, ", "), strings.Join(st.Short, ", "))
+		}
 		return b.String()
 	}
 	if len(st.Beside) == 0 {
@@ -642,7 +739,11 @@ func exclusiveWords(t policy.Template, strategy, label string, st ExclusiveState
 	} else {
 		var names []string
 		for _, x := range st.Beside {
-			names = append(names, x.Workload+" at "+x.Priority)
+			n := x.Workload + " at " + x.Priority
+			if x.Service != "" && st.State[x.Service] == policy.ServiceDown {
+				n += " if it comes up"
+			}
+			names = append(names, n)
 		}
 		fmt.Fprintf(&b, ", but %s can be admitted beside it", strings.Join(names, ", "))
 	}

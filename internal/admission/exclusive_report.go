@@ -31,24 +31,27 @@ func (x Exclusive) requestText() string {
 // headline is the template's one line: what it asks, at what priority, and
 // whether it runs alone.
 func (x Exclusive) headline() string {
-	alone := "Kueue admits nothing beside it"
+	alone := "Kueue admits nothing else beside it"
 	if !x.Alone {
-		alone = "NOT alone: Kueue admits others beside it (finding exclusive-alone)"
+		alone = "NOT alone: Kueue admits others beside it too (finding exclusive-alone)"
 	}
 	checked := ""
 	if int64(x.StatesChecked) != x.StatesTotal {
 		checked = fmt.Sprintf(" (%d of %d service states checked)", x.StatesChecked, x.StatesTotal)
 	}
-	return fmt.Sprintf("%s (ClusterQueue %s, %s priority, jobs: %s) asks %s, every share and all the GPU memory the always-on services leave: %s%s",
+	return fmt.Sprintf("%s (ClusterQueue %s, %s priority, jobs: %s) asks %s, every share and all the GPU memory the always-on services leave (they keep their own quota and run beside it): %s%s",
 		x.Template, x.Queue, x.Priority, x.Jobs, x.requestText(), alone, checked)
 }
+
+// exclusiveTitle heads the exclusive templates' section.
+const exclusiveTitle = "Exclusive templates (the card to itself by quota)"
 
 // writeExclusiveText writes the exclusive templates' section, if any.
 func (r *Report) writeExclusiveText(w io.Writer) {
 	if len(r.Exclusive) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nExclusive templates (the card to itself by quota):\n")
+	fmt.Fprintf(w, "\n%s:\n", exclusiveTitle)
 	for _, x := range r.Exclusive {
 		for i, line := range wrap(x.headline(), 86) {
 			fmt.Fprintf(w, "  %s%s\n", strings.Repeat("  ", min(i, 1)), line)
@@ -66,9 +69,9 @@ func (r *Report) writeExclusiveMarkdown(w io.Writer) {
 	if len(r.Exclusive) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "Exclusive templates (the card to itself by quota):\n\n")
+	fmt.Fprintf(w, "#### %s\n\n", exclusiveTitle)
 	for _, x := range r.Exclusive {
-		fmt.Fprintf(w, "- `%s`: %s\n", x.Template, strings.TrimPrefix(x.headline(), x.Template+" "))
+		fmt.Fprintf(w, "- `%s` %s\n", x.Template, strings.TrimPrefix(x.headline(), x.Template+" "))
 		for _, s := range x.Words {
 			fmt.Fprintf(w, "  - %s\n", s)
 		}

@@ -91,6 +91,7 @@ func TestLabExclusive(t *testing.T) {
 		"vllm-bench (ClusterQueue gpu-general, training priority, jobs: evict) asks 4 shares, 8,192 MiB host memory, 12,604 MiB GPU memory",
 		"running jobs it evicts: 4 × gpu-step job at on-demand-llm, 4 × gpu-step job at batch",
 		"admitted after Kueue evicts qwen2-5-7b (reclaimWithinCohort), and nothing is admitted beside it",
+		"the always-on services leave (they keep their own quota and run beside it): Kueue admits nothing else beside it",
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(buf.String()), " "), s) {
 			t.Errorf("text lacks %q:\n%s", s, buf.String())
@@ -100,7 +101,7 @@ func TestLabExclusive(t *testing.T) {
 	if err := r.WriteMarkdown(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "Exclusive templates (the card to itself by quota):\n\n- `vllm-bench`: (ClusterQueue gpu-general, training priority, jobs: evict) asks 4 shares") {
+	if !strings.Contains(buf.String(), "#### Exclusive templates (the card to itself by quota)\n\n- `vllm-bench` (ClusterQueue gpu-general, training priority, jobs: evict) asks 4 shares") {
 		t.Errorf("markdown lacks the exclusive section:\n%s", buf.String())
 	}
 	b, _ := json.Marshal(r)
@@ -172,7 +173,7 @@ func TestExclusiveRules(t *testing.T) {
 			b.Request.GPUMemoryMiB = 13000
 			p.Templates["bench"] = b
 			return p
-		}(), admission.RuleExclusiveFits.ID, "bench needs at least 13,000 MiB of GPU memory but they leave 12,000 MiB"},
+		}(), admission.RuleExclusiveFits.ID, "bench needs at least 13,000 MiB GPU memory in ClusterQueue general on card, but the always-on services holding quota there (model) leave it 12,000 MiB GPU memory"},
 		{"a queue of its own on the card", func() *policy.Policy {
 			return exclusivePolicy(policy.ExclusiveWait, "batch").
 				Queue(admissiontest.MakeQueue("side").Namespaces("side").
@@ -184,7 +185,18 @@ func TestExclusiveRules(t *testing.T) {
 					Flavor(admissiontest.MakeFlavor("card").Shares(1).HostMemory(admissiontest.GiB(1)).GPUMemory(1000)))
 			w.Service(admissiontest.MakeService("llm").OnDemand(600).Namespace("llm").Queue("llmq").Card("card").Priority("top").Request(1, admissiontest.GiB(1), 1000))
 			return w.Obj()
-		}(), admission.RuleExclusiveAlone.ID, "with llm down, llm at top priority in ClusterQueue llmq is admitted beside it"},
+		}(), admission.RuleExclusiveAlone.ID, "bench does not get card to itself: if llm comes up while bench runs, Kueue admits llm beside it at top priority in ClusterQueue llmq"},
+		{"Kueue picks its card", func() *policy.Policy {
+			p := exclusivePolicy(policy.ExclusiveEvict, "training").Obj()
+			p.Cards["card2"] = p.Cards["card"]
+			q := p.Queues["general"]
+			q.Flavors["card2"] = q.Flavors["card"]
+			p.Queues["general"] = q
+			b := p.Templates["bench"]
+			b.AnyCard = true
+			p.Templates["bench"] = b
+			return p
+		}(), admission.RuleExclusiveFits.ID, "bench may land on any of card, card2 (Kueue's flavor assignment: anyCard: true), but an exclusive step's request is sized from one card's quota"},
 		{"the quota spans two nodes", func() *policy.Policy {
 			p := exclusivePolicy(policy.ExclusiveEvict, "training").Obj()
 			q := p.Queues["general"]
@@ -236,7 +248,12 @@ func TestExclusiveEvictedByService(t *testing.T) {
 		t.Errorf("llm down: evicted by %v, beside %v; want llm among those that evict it, nothing beside", by, down.Beside)
 	}
 	up, _ := r.Exclusive[0].StateOf("llm")
-	if up.Outcome != "wait" || !slices.Contains(up.WaitsFor, "llm") {
-		t.Errorf("llm up: %s, waits for %v; want it to wait for llm", up.Outcome, up.WaitsFor)
+	// It waits for what can end, llm's scale-down, never for the
+	// always-on model, whose quota it runs beside.
+	if up.Outcome != "wait" || !slices.Equal(up.WaitsFor, []string{"llm"}) {
+		t.Errorf("llm up: %s, waits for %v; want it to wait for llm alone", up.Outcome, up.WaitsFor)
+	}
+	if want := "bench with llm up: waits until llm scales down (short of "; !slices.ContainsFunc(r.Exclusive[0].Words, func(w string) bool { return strings.HasPrefix(w, want) }) {
+		t.Errorf("words %q, want one starting %q", r.Exclusive[0].Words, want)
 	}
 }

@@ -45,7 +45,7 @@ func TestExplainScenarios(t *testing.T) {
 			rows: []rowWant{{template: "t", priority: "low", admitted: 2, quota: 8, boundBy: "lock",
 				binding: []string{"nvidia.com/gpu"}, lockEffect: "limits", preemptAdmits: -1,
 				margin: map[string]string{"nvidia.com/gpu": "6", "memory": "60Gi", "gpupolicy.dev/gpu-memory": "22Gi"}}},
-			findings: []findingWant{{"lock-capacity", "info", "locks.main.size", []string{"main lock (2)", "8 while", "6 jobs' worth"}}},
+			findings: []findingWant{{"lock-capacity", "info", "locks.main.size", []string{"main lock (2)", "(8 with every service up (all are always-on))", "6 jobs' worth"}}},
 		},
 		"lock larger than the quota is held by waiting jobs": {
 			policy: ladder3("big-lock").Lock("main", 4).

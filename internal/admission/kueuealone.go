@@ -25,20 +25,20 @@ func (e *explainer) mostAtOnce(vi int, v variant) string {
 			reachable++
 			c := e.rowAt(comp, v, pr, st)
 			if c.Admitted > most {
-				most, mostAt = c.Admitted, e.upWords(comp, st.up)
+				most, mostAt = c.Admitted, e.stateWords(comp, st.up)
 			}
 			if c.Preemption != nil && c.Preemption.Admitted > mostPre {
-				mostPre, mostPreAt = c.Preemption.Admitted, e.upWords(comp, st.up)+", at priority "+pr.Name
+				mostPre, mostPreAt = c.Preemption.Admitted, e.stateWords(comp, st.up)+", at priority "+pr.Name
 			}
 		}
 	}
 	switch {
 	case most > 0:
-		return fmt.Sprintf("at most %d at once, while %s", most, mostAt)
+		return fmt.Sprintf("at most %d at once, %s", most, mostAt)
 	case reachable == 0:
 		return "none: no service state is reachable (see service-unadmitted)"
 	case mostPre > 0:
-		return fmt.Sprintf("none without preemption: no reachable service state leaves room for one of its jobs; only by evicting others do up to %d run, while %s", mostPre, mostPreAt)
+		return fmt.Sprintf("none without preemption: no reachable service state leaves room for one of its jobs; only by evicting others do up to %d run, %s", mostPre, mostPreAt)
 	}
 	return fmt.Sprintf("none: no reachable service state leaves room for one of its jobs (%s), at any priority, and no preemption makes room (see starvation)", e.requestWords(v.t.Request))
 }

@@ -29,13 +29,13 @@ func TestKueueAloneWhenNothingFits(t *testing.T) {
 				Queue(MakeQueue("q").Flavor(MakeFlavor("c").Shares(2).HostMemory(GiB(16)).GPUMemory(16384)).Preemption("LowerPriority", "Never")).
 				Service(MakeService("s").Queue("q").Card("c").Priority("low").Request(2, GiB(1), 1024)).
 				Template(MakeTemplate("t").Queue("q").Card("c").Request(1, GiB(1), 1024)),
-			says: []string{"(none without preemption: no reachable service state leaves room for one of its jobs; only by evicting others do up to 2 run, while the services are up (there are no on-demand ones), at priority high)"},
+			says: []string{"(none without preemption: no reachable service state leaves room for one of its jobs; only by evicting others do up to 2 run, with every service up (all are always-on), at priority high)"},
 		},
 		"room in some state": {
 			p: ladder3("fits").
 				Queue(MakeQueue("q").Flavor(MakeFlavor("c").Shares(2).HostMemory(GiB(16)).GPUMemory(16384))).
 				Template(MakeTemplate("t").Queue("q").Card("c").Request(1, GiB(1), 1024)),
-			says: []string{"(at most 2 at once, while the services are up (there are no on-demand ones))"},
+			says: []string{"(at most 2 at once, with every service up (all are always-on))"},
 		},
 	}
 	for name, tc := range cases {
