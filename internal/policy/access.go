@@ -62,6 +62,33 @@ func (p *Policy) GPUNamespaces() []string {
 // services' priorities; in a namespace with only a LocalQueue the ladder's
 // default and those below it. Ordered top first.
 func (p *Policy) DefaultPriorities(ns string) []string {
+	return p.defaultPriorities(p.priorityUses()[ns])
+}
+
+// priorityUse is the priorities a namespace's templates (jobs) and
+// services name, one entry per template or service, in no order.
+type priorityUse struct{ jobs, services []string }
+
+// priorityUses is priorityUse for every namespace, with one pass over the
+// templates and services for them all.
+func (p *Policy) priorityUses() map[string]priorityUse {
+	out := map[string]priorityUse{}
+	for _, t := range p.Templates {
+		u := out[t.Namespace]
+		u.jobs = append(u.jobs, t.Priority)
+		out[t.Namespace] = u
+	}
+	for _, s := range p.Services {
+		u := out[s.Namespace]
+		u.services = append(u.services, s.Priority)
+		out[s.Namespace] = u
+	}
+	return out
+}
+
+// defaultPriorities is DefaultPriorities of a namespace whose templates
+// and services name the priorities in u.
+func (p *Policy) defaultPriorities(u priorityUse) []string {
 	allowed := map[string]bool{}
 	var top *int32
 	raise := func(name string) {
@@ -74,20 +101,13 @@ func (p *Policy) DefaultPriorities(ns string) []string {
 			top = &v
 		}
 	}
-	jobs, services := false, false
-	for _, t := range p.Templates {
-		if t.Namespace == ns {
-			jobs = true
-			raise(t.Priority)
-		}
+	for _, n := range u.jobs {
+		raise(n)
 	}
-	for _, s := range p.Services {
-		if s.Namespace == ns {
-			services = true
-			allowed[s.Priority] = true
-		}
+	for _, n := range u.services {
+		allowed[n] = true
 	}
-	if !jobs && !services {
+	if len(u.jobs) == 0 && len(u.services) == 0 {
 		raise(p.DefaultPriority())
 	}
 	var out []string
@@ -108,7 +128,7 @@ func (p *Policy) Allowed(ns string) Rights {
 			here = append(here, n)
 		}
 	}
-	return p.allowed(ns, here)
+	return p.allowed(ns, here, p.priorityUses()[ns])
 }
 
 // AllowedEach is Allowed for every namespace of GPUNamespaces, with one
@@ -120,15 +140,17 @@ func (p *Policy) AllowedEach() map[string]Rights {
 			here[ns] = append(here[ns], n)
 		}
 	}
+	uses := p.priorityUses()
 	out := map[string]Rights{}
 	for _, ns := range p.GPUNamespaces() {
-		out[ns] = p.allowed(ns, here[ns])
+		out[ns] = p.allowed(ns, here[ns], uses[ns])
 	}
 	return out
 }
 
-// allowed is Allowed given the queues with a LocalQueue in ns (any order).
-func (p *Policy) allowed(ns string, here []string) Rights {
+// allowed is Allowed given the queues with a LocalQueue in ns (any order)
+// and the priorities its templates and services name.
+func (p *Policy) allowed(ns string, here []string, use priorityUse) Rights {
 	r := Rights{Namespace: ns}
 	a, stated := p.Access[ns]
 	if stated && a.PrioritiesStated {
@@ -142,7 +164,7 @@ func (p *Policy) allowed(ns string, here []string) Rights {
 			}
 		}
 	} else {
-		r.Priorities, r.PrioritiesDefault = p.DefaultPriorities(ns), true
+		r.Priorities, r.PrioritiesDefault = p.defaultPriorities(use), true
 	}
 	var queues []string
 	if stated && a.QueuesStated {

@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -57,5 +58,31 @@ func TestAllowedStated(t *testing.T) {
 		if !strings.Contains(msgs, want) {
 			t.Errorf("vet = %q, want %q", msgs, want)
 		}
+	}
+}
+
+// AllowedEach, one pass over the policy for every namespace, answers what
+// Allowed answers for each (the lab, the department policy, and the lab
+// with an access stated).
+func TestAllowedEach(t *testing.T) {
+	dept, err := policy.Load("../../policies/department")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stated := lab(t)
+	stated.Access = map[string]policy.Access{"experiments": {Namespace: "experiments", Priorities: []string{"batch", "training"}, PrioritiesStated: true}}
+	for name, p := range map[string]*policy.Policy{"lab": lab(t), "department": dept, "lab, access stated": stated} {
+		each := p.AllowedEach()
+		if len(each) != len(p.GPUNamespaces()) || len(each) == 0 {
+			t.Errorf("%s: AllowedEach has %d namespaces, GPUNamespaces %d", name, len(each), len(p.GPUNamespaces()))
+		}
+		for _, ns := range p.GPUNamespaces() {
+			if got, want := each[ns], p.Allowed(ns); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: AllowedEach()[%s] = %+v, Allowed = %+v", name, ns, got, want)
+			}
+		}
+	}
+	if got := lab(t).AllowedEach()["experiments"].Priorities; !slices.Equal(got, []string{"training", "on-demand-llm", "batch"}) {
+		t.Errorf("lab experiments priorities = %v", got)
 	}
 }
