@@ -34,6 +34,11 @@ if [[ -z $gp ]]; then
 	go build -o out/bench/gpupolicy ./cmd/gpupolicy
 	gp=out/bench/gpupolicy
 fi
+# Measure copies of both binaries, written the same way: a freshly linked
+# binary's page cache reads 10–20 MiB more resident than a cp of the same
+# file, which would skew the memory column against whichever was just built.
+cp "$cue" out/bench/cue.measured && cue=out/bench/cue.measured
+cp "$gp" out/bench/gpupolicy.measured && gp=out/bench/gpupolicy.measured
 
 # measure CMD...: prints "cpu_seconds max_rss_mib" of the run with the
 # least CPU time of RUNS (exit 0 or 1 accepted).
