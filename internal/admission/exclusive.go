@@ -208,6 +208,29 @@ func SizeExclusive(p *policy.Policy) (*policy.Policy, finding.List) {
 	return &out, ds
 }
 
+// borrowsWhy explains a wait that Kueue's flavor assigner decides before
+// any candidate is looked at: fitsResourceQuota
+// (pkg/scheduler/flavorassigner) tries preemption only when the request
+// itself is within the ClusterQueue's nominalQuota, a reclaim lower in a
+// Cohort tree is possible, or borrowWithinCohort is on; a request above
+// nominalQuota otherwise waits for free quota. It returns "" when t's
+// request is within nominalQuota, its queue preempts while borrowing, or
+// its cohort is a Cohort tree (not explained here).
+func borrowsWhy(p *policy.Policy, t policy.Template) string {
+	q := p.Queues[t.Queue]
+	if _, tree := p.Cohorts[q.Cohort]; tree || borrowWithinCohortEnabled(q.Preemption) {
+		return ""
+	}
+	fq := q.Flavors[t.Card]
+	for _, k := range policy.Kinds {
+		if req, nominal := t.Request.Get(k), fq.Get(k).Nominal; req > nominal {
+			return fmt.Sprintf("it asks %s of %s, above ClusterQueue %s's nominalQuota of %s, and Kueue's flavor assigner tries preemption for a request above nominalQuota only with borrowWithinCohort (fitsResourceQuota), so it never evicts them",
+				amountWords(k, req), t.Card, t.Queue, amountWords(k, nominal))
+		}
+	}
+	return ""
+}
+
 // anyCardWhy says why Kueue chooses t's card: anyCard, or a card without
 // nodeLabels in a queue with several cards (policy.TemplateCards).
 func anyCardWhy(p *policy.Policy, t policy.Template) string {
@@ -382,8 +405,12 @@ func analyzeExclusive(p *policy.Policy, t policy.Template) (Exclusive, finding.L
 				msg = fmt.Sprintf("%s says jobs: \"wait\", but at %s priority it evicts running %s jobs at %s (%s): lower its priority or its queue's preemption",
 					t.Name, t.Priority, r.Template, r.Priority, evictionPolicies(r.Evicts))
 			case t.Exclusive.Jobs == policy.ExclusiveEvict && lower && r.Outcome == ExclusiveWaits:
-				msg = fmt.Sprintf("%s says jobs: \"evict\", but at %s priority it waits for %d running %s job(s) at %s, a lower priority: Kueue's preemption (ClusterQueue %s's withinClusterQueue and reclaimWithinCohort) finds no way to make room by evicting them",
-					t.Name, t.Priority, r.Count, r.Template, r.Priority, t.Queue)
+				why := borrowsWhy(p, t)
+				if why == "" {
+					why = fmt.Sprintf("Kueue's preemption (ClusterQueue %s's withinClusterQueue and reclaimWithinCohort) finds no way to make room by evicting them", t.Queue)
+				}
+				msg = fmt.Sprintf("%s says jobs: \"evict\", but at %s priority it waits for %d running %s job(s) at %s, a lower priority: %s",
+					t.Name, t.Priority, r.Count, r.Template, r.Priority, why)
 			}
 			if msg != "" && !jobsSeen[r.Template+"@"+r.Priority] {
 				jobsSeen[r.Template+"@"+r.Priority] = true

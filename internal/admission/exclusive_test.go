@@ -186,6 +186,17 @@ func TestExclusiveRules(t *testing.T) {
 			w.Service(admissiontest.MakeService("llm").OnDemand(600).Namespace("llm").Queue("llmq").Card("card").Priority("top").Request(1, admissiontest.GiB(1), 1000))
 			return w.Obj()
 		}(), admission.RuleExclusiveAlone.ID, "bench does not get card to itself: if llm comes up while bench runs, Kueue admits llm beside it at top priority in ClusterQueue llmq"},
+		{"it must borrow to be admitted", func() *policy.Policy {
+			p := exclusivePolicy(policy.ExclusiveEvict, "training").
+				Queue(admissiontest.MakeQueue("lender").Cohort("c").Namespaces("lend").
+					Flavor(admissiontest.MakeFlavor("card").Shares(0).HostMemory(0).GPUMemory(10000))).Obj()
+			q := p.Queues["general"]
+			f := q.Flavors["card"]
+			f.GPUMemory.Nominal = 6000
+			q.Flavors["card"] = f
+			p.Queues["general"] = q
+			return p
+		}(), admission.RuleExclusiveJobs.ID, "a lower priority: it asks 12,000 MiB GPU memory of card, above ClusterQueue general's nominalQuota of 6,000 MiB GPU memory, and Kueue's flavor assigner tries preemption for a request above nominalQuota only with borrowWithinCohort (fitsResourceQuota), so it never evicts them"},
 		{"Kueue picks its card", func() *policy.Policy {
 			p := exclusivePolicy(policy.ExclusiveEvict, "training").Obj()
 			p.Cards["card2"] = p.Cards["card"]
