@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -243,6 +244,9 @@ func (g *Repo) CommitOnly(message string, paths ...string) (Commit, error) {
 		}
 	}
 	idx.Entries = keep
+	if err := g.smudgeRacilyClean(keep); err != nil {
+		return Commit{}, fmt.Errorf("checking the index (the commit %s was made): %w", Short(ch.String()), err)
+	}
 	// The cached-tree extension describes trees we just changed; drop it so
 	// git recomputes it rather than trusting stale hashes.
 	idx.Cache = nil
@@ -260,22 +264,72 @@ func (g *Repo) CommitOnly(message string, paths ...string) (Commit, error) {
 	return describe(&object.Commit{Hash: ch, Message: c.Message, Author: author}), nil
 }
 
-func (g *Repo) storeBlob(fp string, fi os.FileInfo) (plumbing.Hash, filemode.FileMode, error) {
-	var data []byte
-	var err error
-	mode := filemode.Regular
-	switch {
-	case fi.Mode()&os.ModeSymlink != 0:
-		mode = filemode.Symlink
-		var target string
-		target, err = os.Readlink(fp)
-		data = []byte(target)
-	default:
-		if fi.Mode()&0o111 != 0 {
-			mode = filemode.Executable
-		}
-		data, err = os.ReadFile(fp)
+// smudgeRacilyClean does what git does before it rewrites an index
+// (read-cache.c, ce_smudge_racily_clean_entry): an entry whose file was
+// modified in the same second as the index was last written, or later, is
+// "racily clean" — git trusts its stat data only while the index keeps
+// that timestamp, and re-reads the content otherwise. Rewriting the index
+// later would make git trust it, so a change of the same size made in that
+// second (an unstaged edit beside a render commit) would vanish from git
+// status. For each such entry whose file's stat still matches but whose
+// content does not, the entry's size is set to 0, so git re-reads it.
+// entries are changed in place. Files that cannot be read are left to git.
+func (g *Repo) smudgeRacilyClean(entries []*index.Entry) error {
+	st, ok := g.r.Storer.(interface{ Filesystem() billy.Filesystem })
+	if !ok {
+		return nil
 	}
+	fi, err := st.Filesystem().Stat("index")
+	if err != nil {
+		return nil // no index yet: nothing was trusted
+	}
+	indexSec := fi.ModTime().Unix()
+	for _, e := range entries {
+		if e.ModifiedAt.Unix() < indexSec || e.Size == 0 || e.Mode == filemode.Submodule {
+			continue
+		}
+		abs := filepath.Join(g.Root, filepath.FromSlash(e.Name))
+		wfi, err := os.Lstat(abs)
+		if err != nil || wfi.IsDir() || uint32(wfi.Size()) != e.Size || wfi.ModTime().Unix() != e.ModifiedAt.Unix() {
+			continue // git sees the stat change itself
+		}
+		h, _, err := g.hashFile(abs, wfi)
+		if err != nil {
+			continue
+		}
+		if h != e.Hash {
+			e.Size = 0
+		}
+	}
+	return nil
+}
+
+// readBlob returns what git stores for the file at fp: its content, or a
+// symlink's target, and its mode.
+func readBlob(fp string, fi os.FileInfo) ([]byte, filemode.FileMode, error) {
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, err := os.Readlink(fp)
+		return []byte(target), filemode.Symlink, err
+	}
+	mode := filemode.Regular
+	if fi.Mode()&0o111 != 0 {
+		mode = filemode.Executable
+	}
+	data, err := os.ReadFile(fp)
+	return data, mode, err
+}
+
+// hashFile is the blob hash git gives the file at fp, without storing it.
+func (g *Repo) hashFile(fp string, fi os.FileInfo) (plumbing.Hash, filemode.FileMode, error) {
+	data, mode, err := readBlob(fp, fi)
+	if err != nil {
+		return plumbing.ZeroHash, 0, err
+	}
+	return plumbing.ComputeHash(plumbing.BlobObject, data), mode, nil
+}
+
+func (g *Repo) storeBlob(fp string, fi os.FileInfo) (plumbing.Hash, filemode.FileMode, error) {
+	data, mode, err := readBlob(fp, fi)
 	if err != nil {
 		return plumbing.ZeroHash, 0, err
 	}
