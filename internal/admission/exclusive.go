@@ -573,7 +573,10 @@ func besideProbes(p *policy.Policy, s *Snapshot, t policy.Template, xw *Workload
 	named := map[string]bool{}
 	for _, n := range p.TemplateNames() {
 		o := p.Templates[n]
-		if _, ok := s.queues[o.Queue]; !ok || o.Card != t.Card && !sharesCard(p, o.Queue, t.Card) {
+		// Only a job that may land on the step's card can run beside it
+		// there; one that Kueue may put on several cards is probed on this
+		// one (it lands here whenever the cards before it are full).
+		if _, ok := s.queues[o.Queue]; !ok || !slices.Contains(p.TemplateCards(o), t.Card) {
 			continue
 		}
 		prios := allowed[o.Namespace].Priorities
@@ -581,7 +584,7 @@ func besideProbes(p *policy.Policy, s *Snapshot, t policy.Template, xw *Workload
 			prios = []string{o.Priority} // render allows it no other
 		}
 		for _, pr := range prios {
-			w := s.NewWorkload(Workload{Name: n + " job", Template: n, Queue: o.Queue, Card: o.Card,
+			w := s.NewWorkload(Workload{Name: n + " job", Template: n, Queue: o.Queue, Card: t.Card, Cards: []string{t.Card},
 				Priority: pr, Value: p.Priorities[pr].Value, Request: o.Request})
 			before := len(beside)
 			try(w)
@@ -594,7 +597,7 @@ func besideProbes(p *policy.Policy, s *Snapshot, t policy.Template, xw *Workload
 	// any the step evicted, which come back pending.
 	for _, n := range p.ServiceNames() {
 		sv := p.Services[n]
-		if _, ok := s.queues[sv.Queue]; !ok || serviceAdmitted(s, n) {
+		if _, ok := s.queues[sv.Queue]; !ok || sv.Card != t.Card || serviceAdmitted(s, n) {
 			continue
 		}
 		before := len(beside)
@@ -608,6 +611,7 @@ func besideProbes(p *policy.Policy, s *Snapshot, t policy.Template, xw *Workload
 			continue
 		}
 		seen := map[string]bool{}
+	namespaces:
 		for _, ns := range p.Queues[q].Namespaces {
 			for _, pr := range allowed[ns].Priorities {
 				if seen[pr] {
@@ -619,7 +623,7 @@ func besideProbes(p *policy.Policy, s *Snapshot, t policy.Template, xw *Workload
 				before := len(beside)
 				try(w)
 				if len(beside) > before {
-					break
+					break namespaces
 				}
 			}
 		}
@@ -651,7 +655,7 @@ func exclusiveRunning(p *policy.Policy, t policy.Template, up []string) []Exclus
 	allowed := p.AllowedEach()
 	for _, n := range p.TemplateNames() {
 		o := p.Templates[n]
-		if n == t.Name || o.Exclusive != nil || !sharesCard(p, o.Queue, t.Card) || o.Card != t.Card {
+		if n == t.Name || o.Exclusive != nil || !sharesCard(p, o.Queue, t.Card) || !slices.Contains(p.TemplateCards(o), t.Card) {
 			continue
 		}
 		for _, pr := range allowed[o.Namespace].Priorities {
@@ -661,7 +665,9 @@ func exclusiveRunning(p *policy.Policy, t policy.Template, up []string) []Exclus
 			}
 			var jobs int64
 			for jobs < maxJobs {
-				w := s.NewWorkload(Workload{Name: n + " job", Template: n, Queue: o.Queue, Card: o.Card,
+				// On the step's card: jobs on the queue's other cards
+				// neither hold it off nor are evicted for it.
+				w := s.NewWorkload(Workload{Name: n + " job", Template: n, Queue: o.Queue, Card: t.Card, Cards: []string{t.Card},
 					Priority: pr, Value: p.Priorities[pr].Value, Request: o.Request})
 				if s.Decide(w).Outcome != Admit {
 					break

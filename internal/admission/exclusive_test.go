@@ -268,3 +268,43 @@ func TestExclusiveEvictedByService(t *testing.T) {
 		t.Errorf("words %q, want one starting %q", r.Exclusive[0].Words, want)
 	}
 }
+
+// In a queue with two cards, jobs and services pinned to the other card
+// run beside the exclusive step without touching its card: no
+// exclusive-alone (they were once probed as if on its card), and the jobs
+// it waits for or evicts are those on its card only.
+func TestExclusiveOtherCardIsNotBeside(t *testing.T) {
+	w := exclusivePolicy(policy.ExclusiveEvict, "training").
+		CardNodeLabels("card", map[string]string{"gpu": "a"}).
+		Card("card2", 16000, 8).CardNodeLabels("card2", map[string]string{"gpu": "b"})
+	w.Template(admissiontest.MakeTemplate("other").Namespace("jobs").Queue("general").Card("card2").Request(1, admissiontest.GiB(1), 1000))
+	w.Service(admissiontest.MakeService("model2").OnDemand(600).Namespace("svc").Queue("general").Card("card2").Priority("top").Request(1, admissiontest.GiB(1), 1000))
+	p := w.Obj()
+	q := p.Queues["general"]
+	q.Flavors["card2"] = admissiontest.MakeFlavor("card2").Shares(8).HostMemory(admissiontest.GiB(16)).GPUMemory(16000).Obj()
+	p.Queues["general"] = q
+	if ds := sizeErr(t, p); len(ds) != 0 {
+		t.Fatalf("findings for a step alone on its card: %v", ds)
+	}
+	r, err := admission.Explain(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Exclusive) != 1 || r.Exclusive[0].Template != "bench" {
+		t.Fatalf("exclusive section %+v, want bench", r.Exclusive)
+	}
+	x := r.Exclusive[0]
+	for _, st := range x.States {
+		for _, b := range st.Beside {
+			t.Errorf("%s: %s beside the step", policy.StateLabel(st.State), b.Workload)
+		}
+		for _, run := range st.Running {
+			if run.Template == "other" {
+				t.Errorf("%s: the step meets running %s jobs, which are on card2", policy.StateLabel(st.State), run.Template)
+			}
+		}
+	}
+	if !x.Alone {
+		t.Errorf("bench is not alone on card")
+	}
+}
