@@ -244,9 +244,7 @@ func (g *Repo) CommitOnly(message string, paths ...string) (Commit, error) {
 		}
 	}
 	idx.Entries = keep
-	if err := g.smudgeRacilyClean(keep); err != nil {
-		return Commit{}, fmt.Errorf("checking the index (the commit %s was made): %w", Short(ch.String()), err)
-	}
+	g.smudgeRacilyClean(keep)
 	// The cached-tree extension describes trees we just changed; drop it so
 	// git recomputes it rather than trusting stale hashes.
 	idx.Cache = nil
@@ -273,15 +271,16 @@ func (g *Repo) CommitOnly(message string, paths ...string) (Commit, error) {
 // second (an unstaged edit beside a render commit) would vanish from git
 // status. For each such entry whose file's stat still matches but whose
 // content does not, the entry's size is set to 0, so git re-reads it.
-// entries are changed in place. Files that cannot be read are left to git.
-func (g *Repo) smudgeRacilyClean(entries []*index.Entry) error {
+// entries are changed in place. Files that cannot be read are left to git
+// (it re-reads what it cannot trust).
+func (g *Repo) smudgeRacilyClean(entries []*index.Entry) {
 	st, ok := g.r.Storer.(interface{ Filesystem() billy.Filesystem })
 	if !ok {
-		return nil
+		return
 	}
 	fi, err := st.Filesystem().Stat("index")
 	if err != nil {
-		return nil // no index yet: nothing was trusted
+		return // no index yet: nothing was trusted
 	}
 	indexSec := fi.ModTime().Unix()
 	for _, e := range entries {
@@ -293,15 +292,10 @@ func (g *Repo) smudgeRacilyClean(entries []*index.Entry) error {
 		if err != nil || wfi.IsDir() || uint32(wfi.Size()) != e.Size || wfi.ModTime().Unix() != e.ModifiedAt.Unix() {
 			continue // git sees the stat change itself
 		}
-		h, _, err := g.hashFile(abs, wfi)
-		if err != nil {
-			continue
-		}
-		if h != e.Hash {
+		if h, err := hashFile(abs, wfi); err == nil && h != e.Hash {
 			e.Size = 0
 		}
 	}
-	return nil
 }
 
 // readBlob returns what git stores for the file at fp: its content, or a
@@ -320,12 +314,12 @@ func readBlob(fp string, fi os.FileInfo) ([]byte, filemode.FileMode, error) {
 }
 
 // hashFile is the blob hash git gives the file at fp, without storing it.
-func (g *Repo) hashFile(fp string, fi os.FileInfo) (plumbing.Hash, filemode.FileMode, error) {
-	data, mode, err := readBlob(fp, fi)
+func hashFile(fp string, fi os.FileInfo) (plumbing.Hash, error) {
+	data, _, err := readBlob(fp, fi)
 	if err != nil {
-		return plumbing.ZeroHash, 0, err
+		return plumbing.ZeroHash, err
 	}
-	return plumbing.ComputeHash(plumbing.BlobObject, data), mode, nil
+	return plumbing.ComputeHash(plumbing.BlobObject, data), nil
 }
 
 func (g *Repo) storeBlob(fp string, fi os.FileInfo) (plumbing.Hash, filemode.FileMode, error) {

@@ -19,7 +19,6 @@ var (
 	GVRPod        = corev1.SchemeGroupVersion.WithResource("pods")
 	GVRConfigMap  = corev1.SchemeGroupVersion.WithResource("configmaps")
 	GVREvent      = corev1.SchemeGroupVersion.WithResource("events")
-	GVRNamespace  = corev1.SchemeGroupVersion.WithResource("namespaces")
 	GVRReplicaSet = appsv1.SchemeGroupVersion.WithResource("replicasets")
 	GVRDeployment = appsv1.SchemeGroupVersion.WithResource("deployments")
 )
