@@ -305,6 +305,35 @@ func vanished(recs map[types.UID]*Record, listed map[types.UID]bool) {
 	}
 }
 
+// onCard reports whether an admission (nil: not known) assigned a
+// ResourceFlavor that is the exclusive step's card: in a queue with
+// several cards, a Workload admitted on another does not share it.
+func (x *exclusiveWatch) onCard(a *kueue.Admission) bool {
+	if a == nil || len(a.PodSetAssignments) == 0 {
+		return true
+	}
+	for _, psa := range a.PodSetAssignments {
+		for _, f := range psa.Flavors {
+			if string(f) == x.t.Card {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// otherCard reports whether a pod's nodeSelector pins it off the step's
+// card: Kueue injects the assigned flavor's nodeLabels there, so a value
+// that differs from the card's for one of its label keys is another card.
+func (x *exclusiveWatch) otherCard(sel map[string]string) bool {
+	for k, v := range x.p.Cards[x.t.Card].NodeLabels {
+		if got, ok := sel[k]; ok && got != v {
+			return true
+		}
+	}
+	return false
+}
+
 // listPods lists a namespace's pods (the one cluster call of the pod
 // watch).
 func listPods(ctx context.Context, c Clients, ns string) ([]corev1.Pod, error) {
@@ -328,7 +357,7 @@ func (x *exclusiveWatch) workload(w *kueue.Workload, now time.Time) (*Record, bo
 		if w.Status.Admission != nil {
 			cq = string(w.Status.Admission.ClusterQueue)
 		}
-		if !x.queues[cq] {
+		if !x.queues[cq] || !x.onCard(w.Status.Admission) {
 			return nil, false
 		}
 		if !held {
@@ -366,7 +395,7 @@ func (x *exclusiveWatch) pod(pod *corev1.Pod) (*Record, bool) {
 			gpu = true
 		}
 	}
-	if !gpu {
+	if !gpu || x.otherCard(pod.Spec.NodeSelector) {
 		return nil, false
 	}
 	var from, to time.Time

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/gpupolicy/gpupolicy/internal/admission"
 	"github.com/gpupolicy/gpupolicy/internal/admission/admissiontest"
@@ -166,5 +168,33 @@ func TestNewExclusiveWatch(t *testing.T) {
 		if _, err := newExclusiveWatch(tc.p, tc.name, tc.ns); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("newExclusiveWatch(%q, %q): %v, want %q", tc.name, tc.ns, err, tc.want)
 		}
+	}
+}
+
+// In a queue with several cards, a Workload admitted on another flavor, or
+// a pod whose nodeSelector (Kueue injects the flavor's nodeLabels) names
+// another card, does not share the step's card.
+func TestExclusiveWatchOnCard(t *testing.T) {
+	w, err := newExclusiveWatch(admissiontest.Lab().Obj(), "", "experiments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := func(flavor string) *kueue.Admission {
+		return &kueue.Admission{ClusterQueue: "gpu-general", PodSetAssignments: []kueue.PodSetAssignment{{
+			Flavors: map[corev1.ResourceName]kueue.ResourceFlavorReference{"nvidia.com/gpu": kueue.ResourceFlavorReference(flavor)}}}}
+	}
+	if !w.onCard(nil) || !w.onCard(on(w.t.Card)) || w.onCard(on("a100")) {
+		t.Errorf("onCard: nil %v, %s %v, a100 %v; want true, true, false", w.onCard(nil), w.t.Card, w.onCard(on(w.t.Card)), w.onCard(on("a100")))
+	}
+	labels := w.p.Cards[w.t.Card].NodeLabels
+	if len(labels) == 0 {
+		t.Fatalf("the lab's card %s has no nodeLabels", w.t.Card)
+	}
+	same, other := map[string]string{}, map[string]string{}
+	for k, v := range labels {
+		same[k], other[k] = v, v+"-other"
+	}
+	if w.otherCard(nil) || w.otherCard(same) || !w.otherCard(other) {
+		t.Errorf("otherCard: none %v, same %v, other %v; want false, false, true", w.otherCard(nil), w.otherCard(same), w.otherCard(other))
 	}
 }
