@@ -277,7 +277,7 @@ func (e *explainer) groupShape(g group, want map[string][]string) (string, bool)
 		}
 		_, thr := e.threshold(q)
 		pre := cq.Preemption
-		fmt.Fprintf(&b, "]%s/%s/%s/%s/%v;", pre.WithinClusterQueue, pre.ReclaimWithinCohort, pre.BorrowWithinCohort, ptrWords32(thr), want[q])
+		fmt.Fprintf(&b, "]%s/%s/%s/%s/%v;", pre.WithinClusterQueue, pre.ReclaimWithinCohort, pre.BorrowWithinCohort, ptrWords(thr), want[q])
 	}
 	for _, c := range e.classes(g) {
 		fmt.Fprintf(&b, "w%d/%v/c%d/%d/", qi[c.queue], c.service != "", card(c.card), c.value)
@@ -288,14 +288,9 @@ func (e *explainer) groupShape(g group, want map[string][]string) (string, bool)
 	return b.String(), true
 }
 
-func ptrWords(v *int64) string {
-	if v == nil {
-		return "-"
-	}
-	return fmt.Sprint(*v)
-}
-
-func ptrWords32(v *int32) string {
+// ptrWords writes an optional limit or threshold for groupShape: "-" when
+// unset.
+func ptrWords[T int32 | int64](v *T) string {
 	if v == nil {
 		return "-"
 	}
