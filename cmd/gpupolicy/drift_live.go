@@ -11,6 +11,7 @@ import (
 	"github.com/gpupolicy/gpupolicy/internal/environment"
 	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/output"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 )
 
 // runLiveDrift is drift --live: git's report r extended with the cluster
@@ -29,7 +30,7 @@ func runLiveDrift(cmd *cobra.Command, t *envTarget, git *drift.Report, cf cluste
 	if err != nil {
 		return fmt.Errorf("the policy at the pin: %w", err)
 	}
-	side := &live.Side{Client: c.Dynamic, Mapper: c.Mapper, Pinned: pinned, Owner: ownerLabels(t.Env.Name), Name: live.Sides.To, Where: where}
+	side := &live.Side{Client: c.Dynamic, Mapper: c.Mapper, Pinned: pinned, Owner: ownerLabels(t.Env.Name), Name: live.Sides.To, Where: where, Kinds: contract.RenderedKinds}
 	if ref := t.Env.Engine(); ref.Engine != environment.EngineNone {
 		side.Engine = &live.EngineTarget{EngineRef: ref, Env: t.Env.Name, Pin: git.Pin.Commit.Hash,
 			Compare: func(ctx context.Context, rev string) (*drift.Report, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/gpupolicy/gpupolicy/internal/environment"
 	"github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
 	"github.com/gpupolicy/gpupolicy/internal/output"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 )
 
 func init() { commands = append(commands, newReconcileCmd) }
@@ -38,7 +39,9 @@ commit in environments/ENV/environment.yaml), read straight from git objects:
     one stops the run before anything is applied;
   - pruning of the objects gpupolicy owns (labels
     app.kubernetes.io/managed-by=gpupolicy and gpupolicy.dev/environment=ENV)
-    that the pin no longer renders. Namespaces are never pruned;
+    that the pin no longer renders, of every kind render writes, even a
+    kind the pin has none of any more (its last Cohort dropped). Namespaces
+    are never pruned;
   - node readiness, from the policy at the pin: every node a card's
     nodes.selector picks is made to advertise the declaration resource
     (gpupolicy.dev/gpu-memory = the card's memory in MiB × cardsPerNode) in
@@ -96,6 +99,7 @@ node is selected for two cards, 2 on an error.`,
 				res, applyErr = r.Apply(cmd.Context(), unstructuredObjects(set), reconcile.Options{
 					Owner:  ownerLabels(env),
 					DryRun: dryRun,
+					Kinds:  contract.RenderedKinds,
 					Progress: func(ch reconcile.Change) {
 						if ch.Action != reconcile.Unchanged && ch.Action != reconcile.NotApplied {
 							fmt.Fprintf(stderr, "  %s\n", ch)

@@ -23,6 +23,7 @@ import (
 	"github.com/gpupolicy/gpupolicy/internal/kube/reconcile"
 	"github.com/gpupolicy/gpupolicy/internal/output"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/verify"
 )
 
@@ -377,7 +378,7 @@ func runSideBySide(cmd *cobra.Command, ctx context.Context, t *envTarget, kc *ku
 	}
 	rec := &reconcile.Reconciler{Client: kc.Dynamic, Mapper: kc.Mapper}
 	apply := func(ctx context.Context, what string, set drift.Set, p *policy.Policy) error {
-		res, err := rec.Apply(ctx, unstructuredObjects(set), reconcile.Options{Owner: ownerLabels(t.Env.Name)})
+		res, err := rec.Apply(ctx, unstructuredObjects(set), reconcile.Options{Owner: ownerLabels(t.Env.Name), Kinds: contract.RenderedKinds})
 		if err != nil {
 			return err
 		}

@@ -46,6 +46,12 @@ type Side struct {
 	// Engine is the GitOps engine that syncs the environment; nil when
 	// none does (reconcile applies the render).
 	Engine *EngineTarget
+	// Kinds are further kinds to list for owned objects (render's
+	// contract.RenderedKinds), so that an owned object of a kind the render
+	// no longer has at all (the last Cohort dropped) is reported as extra,
+	// as reconcile would prune it. A kind the cluster does not serve is
+	// skipped. Read only when Owner is set.
+	Kinds []schema.GroupVersionKind
 }
 
 // Label implements drift.Side.
@@ -82,6 +88,21 @@ func (s *Side) Objects(ctx context.Context) (drift.Set, error) {
 		}
 		mappings[m.Resource] = m
 		byKind[m.Resource] = append(byKind[m.Resource], ref)
+	}
+	for _, gvk := range s.Kinds {
+		if len(s.Owner) == 0 {
+			break
+		}
+		m, err := s.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			continue // not served: holds nothing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", gvk.Kind, err)
+		}
+		if _, ok := mappings[m.Resource]; !ok {
+			mappings[m.Resource] = m
+		}
 	}
 	var gvrs []schema.GroupVersionResource
 	for g := range mappings {

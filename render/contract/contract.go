@@ -142,3 +142,23 @@ var (
 	GVRValidatingAdmissionPolicy        = admissionGV.WithResource("validatingadmissionpolicies")
 	GVRValidatingAdmissionPolicyBinding = admissionGV.WithResource("validatingadmissionpolicybindings")
 )
+
+// RenderedKinds are every kind render writes into an environment's render,
+// whether or not a given policy has one (a policy without Cohorts renders
+// none). reconcile prunes, and drift --live reports as extra, the owned
+// objects of each of these kinds that the render lacks, so that a policy
+// dropping the last object of a kind leaves none behind. The render tests
+// check that every kind a policy renders is listed here.
+var RenderedKinds = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "Namespace"},
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "LimitRange"},
+	kueueGV.WithKind("ResourceFlavor"),
+	kueueGV.WithKind("Cohort"),
+	kueueGV.WithKind("ClusterQueue"),
+	kueueGV.WithKind("LocalQueue"),
+	kueueGV.WithKind("WorkloadPriorityClass"),
+	argoGV.WithKind("WorkflowTemplate"),
+	admissionGV.WithKind("ValidatingAdmissionPolicy"),
+	admissionGV.WithKind("ValidatingAdmissionPolicyBinding"),
+}

@@ -200,6 +200,67 @@ func TestReconcileAndLiveDrift(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+
+	t.Run("a kind the pin no longer renders at all is reported, then pruned", func(t *testing.T) {
+		// A policy that drops its last LimitRange (or Cohort): the kind is
+		// in contract.RenderedKinds, not in the render.
+		without := drift.Set{}
+		var limitRanges []string
+		for ref, o := range set {
+			if o.Kind == "LimitRange" {
+				limitRanges = append(limitRanges, ref)
+				continue
+			}
+			without[ref] = o
+		}
+		slices.Sort(limitRanges)
+		if len(limitRanges) == 0 {
+			t.Fatal("the lab renders no LimitRange")
+		}
+		extra := func(kinds []schema.GroupVersionKind) []string {
+			side := &live.Side{Client: ro.Dynamic, Mapper: ro.Mapper, Pinned: without, Owner: owner, Name: "the cluster", Kinds: kinds}
+			got, err := side.Objects(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, d := range drift.Compare(without, got) {
+				if d.Change == drift.Added {
+					out = append(out, drift.Ref(d.Kind, d.Namespace, d.Name))
+				} else {
+					t.Errorf("unexpected difference %s %s", d.Change, d.Object())
+				}
+			}
+			slices.Sort(out)
+			return out
+		}
+		if got := extra(nil); len(got) != 0 {
+			t.Errorf("without the rendered kinds, live drift reads kinds the pin lacks: %v", got)
+		}
+		if got := extra(contract.RenderedKinds); !slices.Equal(got, limitRanges) {
+			t.Errorf("live drift reports %v as extra, want the LimitRanges %v", got, limitRanges)
+		}
+		res, err := r.Apply(ctx, objects(set, limitRanges...), reconcile.Options{Owner: owner, Kinds: contract.RenderedKinds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pruned []string
+		for _, ch := range res.Changes {
+			if ch.Action == reconcile.Pruned {
+				pruned = append(pruned, drift.Ref(ch.Kind, ch.Namespace, ch.Name))
+			}
+		}
+		slices.Sort(pruned)
+		if !slices.Equal(pruned, limitRanges) {
+			t.Errorf("pruned %v, want the LimitRanges %v", pruned, limitRanges)
+		}
+		if _, err := r.Apply(ctx, desired, reconcile.Options{Owner: owner, Kinds: contract.RenderedKinds}); err != nil {
+			t.Fatal(err)
+		}
+		if ds := liveDiff(t); len(ds) != 0 {
+			t.Errorf("drift after restoring the pin: %+v", ds)
+		}
+	})
 }
 
 // dryRunShowsAdmission runs what gpupolicy reconcile --env local --dry-run

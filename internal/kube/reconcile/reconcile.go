@@ -130,6 +130,12 @@ type Options struct {
 	DryRun bool
 	// Progress, if set, is called after each object.
 	Progress func(Change)
+	// Kinds are further kinds to prune (render's contract.RenderedKinds):
+	// owned objects of a kind desired has none of are pruned too, so that
+	// a render dropping the last object of a kind (a policy that no longer
+	// declares Cohorts) leaves none behind. A kind the cluster does not
+	// serve holds nothing and is skipped; Namespaces are never pruned.
+	Kinds []schema.GroupVersionKind
 }
 
 // Reconciler applies renders to one cluster.
@@ -260,7 +266,8 @@ func sameApart(before, after *unstructured.Unstructured) bool {
 	return equality.Semantic.DeepEqual(strip(before), strip(after))
 }
 
-// prune deletes owned objects of the rendered kinds that desired lacks.
+// prune deletes owned objects of the rendered kinds (and of opts.Kinds)
+// that desired lacks.
 func (r *Reconciler) prune(ctx context.Context, objs []*unstructured.Unstructured, mappings []*meta.RESTMapping, opts Options, res *Result) error {
 	want := map[string]bool{}
 	kinds := map[schema.GroupVersionResource]*meta.RESTMapping{}
@@ -270,6 +277,19 @@ func (r *Reconciler) prune(ctx context.Context, objs []*unstructured.Unstructure
 			continue // never pruned
 		}
 		kinds[mappings[i].Resource] = mappings[i]
+	}
+	for _, gvk := range opts.Kinds {
+		if gvk.Kind == "Namespace" && gvk.Group == "" {
+			continue
+		}
+		m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			continue // not served: nothing of it to prune
+		}
+		if err != nil {
+			return fmt.Errorf("mapping %s to prune: %w", gvk.Kind, err)
+		}
+		kinds[m.Resource] = m
 	}
 	sel := labels.SelectorFromSet(opts.Owner).String()
 	var gvrs []schema.GroupVersionResource
