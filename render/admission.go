@@ -76,8 +76,13 @@ func orNone(vs []string) string {
 
 // admissionPolicy renders one namespace's ValidatingAdmissionPolicy.
 // in is what every namespace's policy reads of the whole policy
-// (newAdmissionInputs).
+// (newAdmissionInputs); nil gives the object's identity only, no
+// annotations and no spec (generate's identities).
 func admissionPolicy(p *policy.Policy, ns string, in *admissionInputs) Object {
+	typeMeta := metav1.TypeMeta{APIVersion: contract.AdmissionAPIVersion, Kind: "ValidatingAdmissionPolicy"}
+	if in == nil {
+		return object(&admissionv1.ValidatingAdmissionPolicy{TypeMeta: typeMeta, ObjectMeta: meta(p, "", admissionName(ns), nil)}, []string{"access", ns})
+	}
 	r := in.rights[ns]
 	ceilings := in.ceilings
 	gpuRes := []string{p.SharesResource(), p.DeclarationResource}
@@ -175,7 +180,7 @@ func admissionPolicy(p *policy.Policy, ns string, in *admissionInputs) Object {
 		}}
 	}
 	vap := &admissionv1.ValidatingAdmissionPolicy{
-		TypeMeta: metav1.TypeMeta{APIVersion: contract.AdmissionAPIVersion, Kind: "ValidatingAdmissionPolicy"},
+		TypeMeta: typeMeta,
 		ObjectMeta: meta(p, "", admissionName(ns), map[string]string{
 			contract.AnnotationDescription: fmt.Sprintf("in %s: no GPU pod outside Kueue; LocalQueues %s; priorities %s",
 				ns, orNone(r.LocalQueues), orNone(r.Priorities)),

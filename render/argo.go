@@ -95,16 +95,23 @@ func locksByNamespace(p *policy.Policy) map[string][]string {
 // template and, if it has one, its cache-free variant.
 func workflowTemplates(p *policy.Policy) []Object {
 	var out []Object
+	patch := declarationPatch(p) // one policy, one patch: encoded once
+	rights := p.AllowedEach()    // one pass over the queues, not one per template
 	for _, v := range p.Variants() {
-		out = append(out, object(workflowTemplate(p, v), v.Path()))
+		r, ok := rights[v.Template.Namespace]
+		if !ok {
+			r = p.Allowed(v.Template.Namespace)
+		}
+		out = append(out, object(workflowTemplate(p, v, patch, r), v.Path()))
 	}
 	return out
 }
 
 // workflowTemplate renders one GPU step: a single container template that
 // takes the locks in order, carries Kueue's queue and priority labels, and
-// requests its shares, host memory and GPU-memory declaration.
-func workflowTemplate(p *policy.Policy, v policy.Variant) *wfv1.WorkflowTemplate {
+// requests its shares, host memory and GPU-memory declaration. patch is
+// declarationPatch(p); rights is p.Allowed of the template's namespace.
+func workflowTemplate(p *policy.Policy, v policy.Variant, patch string, rights policy.Rights) *wfv1.WorkflowTemplate {
 	t, locks, cache := v.Template, v.Locks, v.ModelCache
 	q := p.Queues[t.Queue]
 	declaration := policy.MiBString(t.Request.GPUMemoryMiB)
@@ -123,7 +130,7 @@ func workflowTemplate(p *policy.Policy, v policy.Variant) *wfv1.WorkflowTemplate
 	// Only the priorities the template's namespace may use (policy.Allowed):
 	// the API server rejects a step at any other.
 	var ladder []wfv1.AnyString
-	for _, pr := range p.Allowed(t.Namespace).Priorities {
+	for _, pr := range rights.Priorities {
 		ladder = append(ladder, wfv1.AnyString(pr))
 	}
 	if t.Exclusive != nil {
@@ -158,7 +165,7 @@ func workflowTemplate(p *policy.Policy, v policy.Variant) *wfv1.WorkflowTemplate
 			contract.LabelKueuePriority: "{{inputs.parameters." + contract.ParamPriority + "}}",
 		}},
 		Container:    ctr,
-		PodSpecPatch: declarationPatch(p),
+		PodSpecPatch: patch,
 	}
 	if len(locks) > 0 {
 		sync := &wfv1.Synchronization{}

@@ -32,7 +32,7 @@ func Check(p *policy.Policy) (finding.List, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs := generate(p, sizes)
+	objs := generateObjects(p, sizes, true)
 	ds = nameClashes(p, objs)
 	v, err := crdcheck.New()
 	if err != nil {

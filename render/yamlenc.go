@@ -218,16 +218,21 @@ func (e *yamlEncoder) scalar(s string) (string, bool) {
 const yamlWidth = 80
 
 // text writes s as yaml.v2's emitter writes a string of printable ASCII
-// without a line break, starting with a letter, that is not one of YAML
-// 1.1's booleans or nulls: plain where the emitter allows it in block
-// context, else single-quoted (yaml_emitter_analyze_scalar,
+// without a line break, starting with a letter or with an indicator that
+// only ever opens a string (quoteFirst), that is not one of YAML 1.1's
+// booleans or nulls: plain where the emitter allows it in block context,
+// else single-quoted (yaml_emitter_analyze_scalar,
 // yaml_emitter_select_scalar_style), folded as
 // yaml_emitter_write_plain_scalar and
 // yaml_emitter_write_single_quoted_scalar fold it: at a space, not after
 // another, once the column is past yamlWidth, the next line indented to
 // cont. False, with nothing written, for any other string.
 func (e *yamlEncoder) text(s string, cont int) bool {
-	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') || cont >= yamlWidth {
+	if s == "" || cont >= yamlWidth {
+		return false
+	}
+	indicator := quoteFirst(s[0])
+	if !indicator && !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -238,7 +243,7 @@ func (e *yamlEncoder) text(s string, cont int) bool {
 	if plainYAML(s) || yamlWord(s) {
 		return false // plainYAML's to write; a YAML word is double-quoted
 	}
-	quoted := s[len(s)-1] == ' '
+	quoted := indicator || s[len(s)-1] == ' '
 	for i := 1; i < len(s) && !quoted; i++ {
 		after := i+1 == len(s) || s[i+1] == ' '
 		switch s[i] {
@@ -258,7 +263,7 @@ func (e *yamlEncoder) text(s string, cont int) bool {
 		c := s[i]
 		if c == ' ' {
 			// (The quoted writer's further i > 0 && i < len(s)-1 holds
-			// here: s starts with a letter, and i+1 < len(s).)
+			// here: s does not start with a space, and i+1 < len(s).)
 			if !spaces && col > yamlWidth && i+1 < len(s) && s[i+1] != ' ' {
 				e.buf = append(e.buf, '\n')
 				e.indent(cont)
@@ -282,6 +287,17 @@ func (e *yamlEncoder) text(s string, cont int) bool {
 		e.buf = append(e.buf, '\'')
 	}
 	return true
+}
+
+// quoteFirst reports whether c, first in a string, is an indicator that
+// makes yaml.v2's emitter single-quote the string and that yaml.v2's
+// resolve never reads as anything but a string (resolve.go's resolveTable
+// has no entry for it): yaml_emitter_analyze_scalar sets both
+// flow_indicators and block_indicators for a first # , [ ] { } & * ! | > '
+// " % @ or backquote, so no plain style is allowed. (? : and - are
+// indicators only before a space; they are left to yaml.v2.)
+func quoteFirst(c byte) bool {
+	return strings.IndexByte("#,[]{}&*!|>'\"%@`", c) >= 0
 }
 
 // yamlWord reports whether s is one of the words yaml.v2 resolves to a
