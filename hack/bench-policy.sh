@@ -31,7 +31,8 @@ if [[ -z $cue ]]; then
 fi
 gp=${GPUPOLICY:-}
 if [[ -z $gp ]]; then
-	go build -o out/bench/gpupolicy ./cmd/gpupolicy
+	# without kustomize's Go-plugin loader, as make build (Makefile's GO_TAGS)
+	go build -tags kustomize_disable_go_plugin_support -o out/bench/gpupolicy ./cmd/gpupolicy
 	gp=out/bench/gpupolicy
 fi
 # Measure copies of both binaries, written the same way: a freshly linked

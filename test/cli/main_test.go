@@ -30,8 +30,9 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		gpupolicyBin = filepath.Join(dir, "gpupolicy")
-		// The flags of make build: NVML linked, with the lazy binding it needs.
-		build := exec.Command("go", "build", "-tags", "nvml", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", gpupolicyBin, "./cmd/gpupolicy")
+		// The flags of make build: NVML linked, with the lazy binding it
+		// needs, and no kustomize Go-plugin loader (Makefile's GO_TAGS).
+		build := exec.Command("go", "build", "-tags", "nvml,kustomize_disable_go_plugin_support", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", gpupolicyBin, "./cmd/gpupolicy")
 		build.Dir = repoRoot
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building gpupolicy: %v\n%s", err, out)
