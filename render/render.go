@@ -135,7 +135,7 @@ func encode(p *policy.Policy, objs []Object) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("render: YAML of %s: %w", id, err)
 		}
-		// Then validated in place (ValidateOwned prunes and defaults u,
+		// Then validated in place (ValidateOwned may prune and default u,
 		// which is not used after): no copy of the object.
 		if v.Has(u.GroupVersionKind()) {
 			if err := v.ValidateOwned(u); err != nil {

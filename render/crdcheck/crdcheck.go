@@ -24,16 +24,17 @@
 // changes; TestGeneratedSchemasMatchCRDs fails while it is stale). At run
 // time a version's schemas are built on the first Validate of that kind,
 // and of its CEL rules only those that can fail the objects validated are
-// compiled (celFor), so a command pays for what it checks. The OpenAPI
-// schema check, most of an object's cost, runs once per distinct content
-// of a kind: objects equal but for their metadata share its errors
-// (memo.go).
+// compiled (celFor), so a command pays for what it checks. What reads
+// nothing of an object's metadata (pruning, defaulting, the OpenAPI schema,
+// list types and, without a rule at the root, the CEL rules), most of an
+// object's cost, runs once per distinct content of a kind: objects equal
+// but for their metadata share its errors (memo.go); the name and
+// namespace are checked per object.
 package crdcheck
 
 //go:generate go run gen.go
 
 import (
-	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -47,8 +48,6 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
-	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
-	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -131,14 +130,18 @@ type crdVersion struct {
 	structural  *structuralschema.Structural
 	openapi     apiservervalidation.SchemaValidator
 	nestedRules bool // rules inside allOf/anyOf/oneOf/not (hasNestedRules)
+	// anyCreateRules is whether a node has a rule that can run on create
+	// (hasCreateRules): without one, celFor has nothing to compile.
+	anyCreateRules bool
 
 	// CEL validators by the rule-bearing schema nodes an object reaches
 	// (celFor), each compiled once.
 	celMu sync.Mutex
 	cels  map[string]*cel.Validator
 
-	// memo holds the OpenAPI schema check's errors by content (memo.go).
-	memo openapiMemo
+	// memo holds the results of the checks that read nothing of an
+	// object's metadata, by content (memo.go).
+	memo contentMemo
 }
 
 // load builds the version's schema validators once: the structural schema
@@ -149,8 +152,10 @@ func (cv *crdVersion) load() {
 		s, o := cv.build()
 		cv.structural = s
 		cv.openapi = apiservervalidation.NewSchemaValidatorFromOpenAPI(o)
-		cv.memo.enabled = metadataIsAnyObject(o)
+		cv.memo.enabled = metadataIsAnyObject(o) && structuralMetadataIsAnyObject(s)
 		cv.nestedRules = cv.hasRules && hasNestedRules(s)
+		cv.anyCreateRules = cv.hasRules && cv.hasCreateRules(s)
+		cv.memo.cel = cv.memo.enabled && !cv.nestedRules && len(cv.createRules(s)) == 0
 	})
 }
 
@@ -169,7 +174,8 @@ func (cv *crdVersion) load() {
 //     LocalQueue's "clusterQueue is immutable").
 //
 // So compiling only the others gives the object the same errors. Nil when
-// no rule can fail obj.
+// no rule can fail obj, found without walking obj when the schema has no
+// rule that runs on create (a LocalQueue's).
 //
 // A schema with rules nested in allOf/anyOf/oneOf/not (no CRD gpupolicy
 // embeds has one) gets every rule compiled, as in the API server: which of
@@ -178,6 +184,9 @@ func (cv *crdVersion) celFor(obj map[string]any) *cel.Validator {
 	key := "\x00every rule"
 	var reached map[string]bool
 	if !cv.nestedRules {
+		if !cv.anyCreateRules {
+			return nil
+		}
 		reached = map[string]bool{}
 		cv.reachRules(cv.structural, obj, "", reached)
 		if len(reached) == 0 {
@@ -232,6 +241,28 @@ func (cv *crdVersion) createRules(s *structuralschema.Structural) apiextensionsv
 		out = append(out, r)
 	}
 	return out
+}
+
+// hasCreateRules reports whether a node of s (its properties, additional
+// properties and items, as reachRules walks them) holds a rule that can
+// run on create (createRules).
+func (cv *crdVersion) hasCreateRules(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if len(s.XValidations) > 0 && len(cv.createRules(s)) > 0 {
+		return true
+	}
+	if cv.hasCreateRules(s.Items) || s.AdditionalProperties != nil && cv.hasCreateRules(s.AdditionalProperties.Structural) {
+		return true
+	}
+	for k := range s.Properties {
+		p := s.Properties[k]
+		if cv.hasCreateRules(&p) {
+			return true
+		}
+	}
+	return false
 }
 
 // reachRules records in reached the path of every node of s that holds
@@ -475,8 +506,10 @@ func (v *Validator) Validate(obj *unstructured.Unstructured) error {
 // use it after: obj.Object must be as the API server decodes JSON (numbers
 // int64, as k8s.io/apimachinery/pkg/util/json.Unmarshal gives them; only
 // maps, slices, strings, bools, int64 and float64), and is checked in
-// place, without Validate's copy: unknown fields are pruned from it and
-// the CRD's defaults set in it. The result is Validate's.
+// place, without Validate's copy: unknown fields may be pruned from it and
+// the CRD's defaults set in it, or not (when an object equal to it but
+// for metadata was checked before, memo.go), so it is left in no promised
+// state. The result is Validate's.
 func (v *Validator) ValidateOwned(obj *unstructured.Unstructured) error {
 	gvk := obj.GroupVersionKind()
 	cv, ok := v.byGVK[gvk]
@@ -491,37 +524,26 @@ func (v *Validator) ValidateOwned(obj *unstructured.Unstructured) error {
 func (cv *crdVersion) validate(gvk schema.GroupVersionKind, obj *unstructured.Unstructured, u map[string]any) error {
 	namespace, name := obj.GetNamespace(), obj.GetName()
 	cv.load()
-	var errs field.ErrorList
-	errs = append(errs, cv.validateMeta(obj)...)
-	unknown := structuralpruning.PruneWithOptions(u, cv.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
-	for _, p := range unknown {
-		errs = append(errs, &field.Error{Type: field.ErrorTypeForbidden, Field: p, Detail: "unknown field: the CRD's schema has no such field (kubectl apply --validate=strict rejects it)"})
-	}
-	structuraldefaulting.Default(u, cv.structural)
-
-	ctx := context.Background()
-	errs = append(errs, cv.openapiErrors(u)...)
-	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, u, cv.structural, false)...)
-	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, cv.structural, u)...)
+	// The object's own errors: its name and namespace. Then those of its
+	// content (unknown fields, the schema, list types, CEL rules), shared
+	// by objects equal but for their metadata (memo.go).
+	own := cv.validateMeta(obj)
+	content, prepared := cv.contentChecks(u)
+	var celFields []FieldError
 	celSkipped := false
 	if cv.hasRules {
-		if blocking(errs) {
+		if blocking(own) || content.blocking {
 			celSkipped = true
-		} else if celv := cv.celFor(u); celv != nil {
-			celErrs, _ := celv.Validate(ctx, nil, cv.structural, u, nil, celconfig.RuntimeCELCostBudget)
-			errs = append(errs, celErrs...)
+		} else {
+			celFields = cv.celErrors(content, u, prepared)
 		}
 	}
-	if len(errs) == 0 {
+	if len(own) == 0 && len(content.fields) == 0 && len(celFields) == 0 {
 		return nil
 	}
 	e := &Error{Kind: gvk.Kind, Namespace: namespace, Name: name, CRD: cv.crd + "/" + gvk.Version, CELSkipped: celSkipped}
 	seen := map[FieldError]bool{}
-	for _, fe := range errs {
-		f := FieldError{Field: fe.Field, Message: fe.ErrorBody()}
-		if f.Field == "" || f.Field == "<nil>" {
-			f.Field = "(object)"
-		}
+	for _, f := range slices.Concat(asFields(own), content.fields, celFields) {
 		if seen[f] {
 			continue
 		}
@@ -529,6 +551,21 @@ func (cv *crdVersion) validate(gvk schema.GroupVersionKind, obj *unstructured.Un
 		e.Fields = append(e.Fields, f)
 	}
 	return e
+}
+
+// prepare does to u what the API server does before it validates an
+// object: prunes the fields the schema does not have
+// (pruning.PruneWithOptions, at the root: apiVersion, kind and metadata are
+// left alone), returning an error for each, and sets the schema's defaults
+// (defaulting.Default).
+func (cv *crdVersion) prepare(u map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	unknown := structuralpruning.PruneWithOptions(u, cv.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	for _, p := range unknown {
+		errs = append(errs, &field.Error{Type: field.ErrorTypeForbidden, Field: p, Detail: "unknown field: the CRD's schema has no such field (kubectl apply --validate=strict rejects it)"})
+	}
+	structuraldefaulting.Default(u, cv.structural)
+	return errs
 }
 
 // validateMeta checks what the API server's generic registry checks of the
