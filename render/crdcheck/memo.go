@@ -234,7 +234,13 @@ func appendContentKey(b []byte, u map[string]any) ([]byte, bool) {
 	case isMap:
 		b = append(b, 'M')
 	case has:
+		// Not a map: the OpenAPI check's error names its type, so the
+		// value itself is part of the content.
 		b = append(b, 'm')
+		var ok bool
+		if b, ok = appendKey(b, md); !ok {
+			return nil, false
+		}
 	default:
 		b = append(b, '-')
 	}

@@ -352,6 +352,18 @@ func TestContentKey(t *testing.T) {
 			t.Errorf("%s: same key", name)
 		}
 	}
+	// Metadata that is not a map is part of the content: the OpenAPI
+	// check's error names its type.
+	seen := map[string]string{}
+	for name, md := range map[string]any{"a string": "x", "another string": "y", "a number": int64(5), "null": nil, "a list": []any{}} {
+		u := base()
+		u["metadata"] = md
+		k := key(u)
+		if other, dup := seen[k]; dup {
+			t.Errorf("metadata %s and %s: same key", name, other)
+		}
+		seen[k] = name
+	}
 	if _, ok := contentKey(map[string]any{"spec": map[string]string{"a": "b"}}); ok {
 		t.Error("a key for a value JSON decoding never gives")
 	}
