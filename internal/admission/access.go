@@ -92,7 +92,7 @@ var settingOrder = []string{"withinClusterQueue", "reclaimWithinCohort", "borrow
 func (e *explainer) access() []NamespaceAccess {
 	p := e.p
 	c := &pathFacts{dead: map[string]bool{}, frs: map[string][]FlavorResource{}, borrows: map[string]bool{}, neverBorrows: map[string]string{},
-		rejected: map[string]bool{}, deadSettings: map[string]map[string]bool{}}
+		rejected: map[string]bool{}, deadSettings: map[string]map[string]bool{}, reasons: map[reasonKey]string{}, prioValues: map[string][]int32{}}
 	for _, f := range e.findings {
 		if f.Rule == RuleDeadPreemption.ID || f.Rule == RulePreemptionRejected.ID {
 			c.dead[f.Path] = true
@@ -108,13 +108,18 @@ func (e *explainer) access() []NamespaceAccess {
 		}
 	}
 	out := make([]NamespaceAccess, 0, len(nss))
+	type victim struct{ ns, queue string }
+	// Scratch reused for every namespace: its paths are copied out at
+	// their number.
+	var victims []victim
+	var evicts []EvictionRight
 	for _, a := range nss {
 		ra := rights[a]
 		na := NamespaceAccess{
 			Namespace: a, Priorities: nonNil(ra.Priorities), PrioritiesDefault: ra.PrioritiesDefault,
 			Queues: nonNil(ra.Queues), LocalQueues: nonNil(ra.LocalQueues), QueuesDefault: ra.QueuesDefault,
-			Evicts: []EvictionRight{},
 		}
+		evicts = evicts[:0]
 		for _, q := range ra.Queues {
 			for _, setting := range settingOrder {
 				// The victims' queues: q itself, or the others of its cohort.
@@ -122,8 +127,7 @@ func (e *explainer) access() []NamespaceAccess {
 				if setting != "withinClusterQueue" {
 					victimQueues = e.cohortOf[q]
 				}
-				type victim struct{ ns, queue string }
-				var victims []victim
+				victims = victims[:0]
 				for _, q2 := range victimQueues {
 					for _, b := range users[q2] {
 						if b != a {
@@ -135,10 +139,14 @@ func (e *explainer) access() []NamespaceAccess {
 				slices.SortStableFunc(victims, func(x, y victim) int { return strings.Compare(x.ns, y.ns) })
 				for _, v := range victims {
 					if er, ok := e.evictionRight(q, setting, ra, rights[v.ns], v.queue, c); ok {
-						na.Evicts = append(na.Evicts, er)
+						evicts = append(evicts, er)
 					}
 				}
 			}
+		}
+		na.Evicts = slices.Clone(evicts)
+		if na.Evicts == nil {
+			na.Evicts = []EvictionRight{}
 		}
 		out = append(out, na)
 	}
@@ -160,22 +168,22 @@ func (e *explainer) evictionRight(q, setting string, ra, rb policy.Rights, q2 st
 	cq := p.Queues[q]
 	pre := cq.Preemption
 	var pol string
-	var rel func(by, v policy.Priority) bool
+	var rel func(by, v int32) bool
 	switch setting {
 	case "withinClusterQueue":
 		if q2 != q || !policyEnabled(pre.WithinClusterQueue) {
 			return EvictionRight{}, false
 		}
 		pol = pre.WithinClusterQueue
-		rel = func(by, v policy.Priority) bool {
-			return by.Value > v.Value || pol == "LowerOrNewerEqualPriority" && by.Value == v.Value
+		rel = func(by, v int32) bool {
+			return by > v || pol == "LowerOrNewerEqualPriority" && by == v
 		}
 	case "reclaimWithinCohort":
 		if q2 == q || cq.Cohort == "" || p.CohortTree(q2) != p.CohortTree(q) || !policyEnabled(pre.ReclaimWithinCohort) {
 			return EvictionRight{}, false
 		}
 		pol = pre.ReclaimWithinCohort
-		rel = func(by, v policy.Priority) bool { return pol == "Any" || by.Value > v.Value }
+		rel = func(by, v int32) bool { return pol == "Any" || by > v }
 	case "borrowWithinCohort":
 		if q2 == q || cq.Cohort == "" || p.CohortTree(q2) != p.CohortTree(q) || !borrowWithinCohortEnabled(pre) {
 			return EvictionRight{}, false
@@ -185,22 +193,23 @@ func (e *explainer) evictionRight(q, setting string, ra, rb policy.Rights, q2 st
 		if th, ok := p.Priorities[pre.MaxPriorityThreshold]; ok {
 			threshold = &th.Value
 		}
-		rel = func(by, v policy.Priority) bool {
-			return by.Value > v.Value && (threshold == nil || v.Value <= *threshold)
+		rel = func(by, v int32) bool {
+			return by > v && (threshold == nil || v <= *threshold)
 		}
 	}
 	er := EvictionRight{Queue: q, Setting: setting, Policy: pol, Namespace: rb.Namespace, VictimQueue: q2, By: []string{}, Priorities: []string{}}
-	for _, by := range ra.Priorities {
-		for _, v := range rb.Priorities {
-			if rel(p.Priorities[by], p.Priorities[v]) {
+	av, bv := c.values(p, ra), c.values(p, rb)
+	for i, by := range ra.Priorities {
+		for j := range rb.Priorities {
+			if rel(av[i], bv[j]) {
 				er.By = append(er.By, by)
 				break
 			}
 		}
 	}
-	for _, v := range rb.Priorities {
-		for _, by := range ra.Priorities {
-			if rel(p.Priorities[by], p.Priorities[v]) {
+	for j, v := range rb.Priorities {
+		for i := range ra.Priorities {
+			if rel(av[i], bv[j]) {
 				er.Priorities = append(er.Priorities, v)
 				break
 			}
@@ -232,7 +241,31 @@ type pathFacts struct {
 	// rejects it; the settings explain's search never saw fire.
 	rejected     map[string]bool
 	deadSettings map[string]map[string]bool
+	// reasons holds neverEvicts' reasons that depend on one or two
+	// names only (said).
+	reasons map[reasonKey]string
+	// prioValues holds each namespace's Rights.Priorities' values
+	// (values).
+	prioValues map[string][]int32
 }
+
+// values is the WorkloadPriorityClass value of each of r.Priorities, in
+// order (0 for a name the policy does not define), once per namespace.
+func (c *pathFacts) values(p *policy.Policy, r policy.Rights) []int32 {
+	if vs, ok := c.prioValues[r.Namespace]; ok {
+		return vs
+	}
+	vs := make([]int32, len(r.Priorities))
+	for i, n := range r.Priorities {
+		vs[i] = p.Priorities[n].Value
+	}
+	c.prioValues[r.Namespace] = vs
+	return vs
+}
+
+// reasonKey names one of neverEvicts' reasons: its kind and the names it
+// depends on.
+type reasonKey struct{ kind, a, b string }
 
 func (e *explainer) cells(c *pathFacts, queue string) []FlavorResource {
 	if out, ok := c.frs[queue]; ok {
@@ -262,11 +295,15 @@ func (e *explainer) neverEvicts(q, setting, q2 string, c *pathFacts) string {
 	victimCells := e.cells(c, q2)
 	e.cells(c, q)
 	if c.rejected[q] {
-		return fmt.Sprintf("Kueue rejects ClusterQueue %s as written (finding preemption-rejected)", q)
+		return c.said(reasonKey{"rejected", q, ""}, func() string {
+			return fmt.Sprintf("Kueue rejects ClusterQueue %s as written (finding preemption-rejected)", q)
+		})
 	}
 	s := e.empty
 	if setting != "withinClusterQueue" && !c.borrows[q2] {
-		return fmt.Sprintf("Kueue evicts in another ClusterQueue only while it is above its nominal quota (kubernetes-sigs/kueue#10171), and %s never is: %s", q2, c.neverBorrows[q2])
+		return c.said(reasonKey{"above", q2, ""}, func() string {
+			return fmt.Sprintf("Kueue evicts in another ClusterQueue only while it is above its nominal quota (kubernetes-sigs/kueue#10171), and %s never is: %s", q2, c.neverBorrows[q2])
+		})
 	}
 	switch setting {
 	case "reclaimWithinCohort":
@@ -278,13 +315,28 @@ func (e *explainer) neverEvicts(q, setting, q2 string, c *pathFacts) string {
 		}
 	case "borrowWithinCohort":
 		if !c.borrows[q] {
-			return fmt.Sprintf("%s can never borrow: %s", q, c.neverBorrows[q])
+			return c.said(reasonKey{"borrow", q, ""}, func() string {
+				return fmt.Sprintf("%s can never borrow: %s", q, c.neverBorrows[q])
+			})
 		}
 	}
 	if c.deadSettings[q][setting] {
-		return fmt.Sprintf("explain finds no situation in which Kueue fires %s's %s (finding dead-preemption)", q, setting)
+		return c.said(reasonKey{"dead", q, setting}, func() string {
+			return fmt.Sprintf("explain finds no situation in which Kueue fires %s's %s (finding dead-preemption)", q, setting)
+		})
 	}
 	return ""
+}
+
+// said is the reason under key, made by say the first time: a queue's
+// reason is the same for every namespace and victim it stands for.
+func (c *pathFacts) said(key reasonKey, say func() string) string {
+	if w, ok := c.reasons[key]; ok {
+		return w
+	}
+	w := say()
+	c.reasons[key] = w
+	return w
 }
 
 // Words is the path in a sentence: "at training, can evict the

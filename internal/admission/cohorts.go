@@ -195,10 +195,11 @@ func (c *poolCell) removeUsage(val int64) {
 
 // fitsInQuota is resource_node.go's QuantitiesFitInQuota for a cohort:
 // whether Usage + v ≤ SubtreeQuota for every request, and the requests
-// less what is left of its local quota (what its parent must hold).
+// less what is left of its local quota (what its parent must hold),
+// written over reqs.
 func (co *cohort) fitsInQuota(reqs []frAmount) (bool, []frAmount) {
 	fits := true
-	rest := make([]frAmount, len(reqs))
+	rest := reqs
 	for i, r := range reqs {
 		c := co.pool(r.fr)
 		if c.usage+r.v > c.subtree {
@@ -210,10 +211,10 @@ func (co *cohort) fitsInQuota(reqs []frAmount) (bool, []frAmount) {
 }
 
 // fitsInQuota is QuantitiesFitInQuota for a ClusterQueue (its
-// SubtreeQuota is its nominalQuota).
+// SubtreeQuota is its nominalQuota); the rest is written over reqs.
 func (cq *clusterQueue) fitsInQuota(reqs []frAmount) (bool, []frAmount) {
 	fits := true
-	rest := make([]frAmount, len(reqs))
+	rest := reqs
 	for i, r := range reqs {
 		c := cq.cell(r.fr)
 		var usage, nominal, local int64
@@ -320,9 +321,9 @@ func (co *cohort) treeQueues() []*clusterQueue {
 // priority (prio; classifyPreemptionVariant). Each candidate records the
 // level it was found at (its lowest common ancestor with the preemptor),
 // up to which candidateIsValid checks it is still above quota.
-func (s *Snapshot) hierarchicalCandidates(w *Workload, cq *clusterQueue, needs frSet) (hier, prio []candidate) {
+func (s *Snapshot) hierarchicalCandidates(w *Workload, cq *clusterQueue, needs frSet, hier, prio []candidate) ([]candidate, []candidate) {
 	if cq.cohort == nil || !policyEnabled(cq.pre.ReclaimWithinCohort) {
-		return nil, nil
+		return hier, prio
 	}
 	adv, remaining := cq.fitsInQuota(w.requests())
 	var prev *cohort

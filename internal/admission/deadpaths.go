@@ -101,11 +101,19 @@ func (e *explainer) searchPreemption() map[string]*fireRecord {
 		}
 		// One snapshot of the group, emptied after each situation.
 		s := newSnapshotOf(e.p, keep)
+	masks:
 		for _, mask := range e.subMasks(g) {
 			for pv := -1; pv < len(e.ladder); pv++ {
+				// A preemptor whose every setting has fired has nothing
+				// left to find (allFired); once none is left, neither
+				// has the group.
+				open := e.unfired(preemptors, recs)
+				if len(open) == 0 {
+					break masks
+				}
 				// Every queue filled (or none): one snapshot for all
 				// preemptors.
-				filled := e.tryScenario(s, g, mask, "", pv, preemptors, recs)
+				filled := e.tryScenario(s, g, mask, "", pv, open, recs)
 				if pv < 0 {
 					continue
 				}
@@ -115,9 +123,12 @@ func (e *explainer) searchPreemption() map[string]*fireRecord {
 				// same order, only creation numbers shifted, and the
 				// preemptor the newest either way (Decide reads Seq only
 				// against the preemptor's). Its findings are already
-				// recorded, the first one wins: skipped.
-				for _, r := range preemptors {
-					if filled[r] {
+				// recorded, the first one wins: skipped. So is it where
+				// no other queue of the group has a template: nothing is
+				// filled, the situation tried at pv < 0 (a waking
+				// service then waits for no running job: no waits).
+				for _, r := range open {
+					if filled[r] && !e.allFired(r, recs[r]) && e.othersHaveTemplates(g, r) {
 						e.tryScenario(s, g, mask, r, pv, []string{r}, recs)
 					}
 				}
@@ -125,6 +136,49 @@ func (e *explainer) searchPreemption() map[string]*fireRecord {
 		}
 	}
 	return recs
+}
+
+// othersHaveTemplates reports whether a queue of the group other than r
+// has a step template, whose jobs fill it.
+func (e *explainer) othersHaveTemplates(g group, r string) bool {
+	for _, q := range g.queues {
+		if q != r && len(e.templatesBy[q]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// allFired reports whether every preemption setting queue q enables has
+// fired in some situation tried. Its further situations can change
+// nothing: deadPreemption reads only which enabled settings fired, and a
+// queue's waits only when its borrowWithinCohort did not (deadBorrow).
+func (e *explainer) allFired(q string, rec *fireRecord) bool {
+	pre := e.p.Queues[q].Preemption
+	for _, st := range deadSettings {
+		if _, ok := rec.fired[st]; !ok && enabledSetting(pre, st) {
+			return false
+		}
+	}
+	return true
+}
+
+// unfired lists the preemptors with a setting not yet fired (allFired),
+// in order: preemptors itself while that is all of them.
+func (e *explainer) unfired(preemptors []string, recs map[string]*fireRecord) []string {
+	for i, r := range preemptors {
+		if !e.allFired(r, recs[r]) {
+			continue
+		}
+		out := slices.Clone(preemptors[:i])
+		for _, r := range preemptors[i+1:] {
+			if !e.allFired(r, recs[r]) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	return preemptors
 }
 
 // subMasks lists the service states searched for a group: up[j] says
@@ -164,11 +218,15 @@ func (e *explainer) subMasks(g group) [][]bool {
 // and only the order of creation and admission numbers, never their
 // values, decides anything.
 func (e *explainer) tryScenario(s *Snapshot, g group, mask []bool, skip string, pv int, preemptors []string, recs map[string]*fireRecord) (filledQueues map[string]bool) {
-	var added []*Workload
+	// Every workload made here is removed again when it returns (or,
+	// tried, never admitted): they live in the arena.
+	e.scenario.reset()
+	added := e.scenario.added[:0]
 	defer func() {
 		for i := len(added) - 1; i >= 0; i-- {
 			s.Remove(added[i])
 		}
+		e.scenario.added = added[:0]
 	}()
 	admit := func(w *Workload) bool {
 		if !s.Fits(w) {
@@ -181,14 +239,14 @@ func (e *explainer) tryScenario(s *Snapshot, g group, mask []bool, skip string, 
 	for _, q := range g.queues {
 		for _, n := range e.servicesBy[q] {
 			if e.p.Services[n].Mode != policy.OnDemand {
-				admit(serviceWorkload(s, e.p, n))
+				admit(e.scenario.new(s, serviceOf(e.p, n)))
 			}
 		}
 	}
 	upNow := map[string]bool{}
 	for j, i := range g.onDemand {
 		n := e.onDemand[i]
-		if mask[j] && admit(serviceWorkload(s, e.p, n)) {
+		if mask[j] && admit(e.scenario.new(s, serviceOf(e.p, n))) {
 			upNow[n] = true
 		}
 	}
@@ -204,8 +262,9 @@ func (e *explainer) tryScenario(s *Snapshot, g group, mask []bool, skip string, 
 			for _, tn := range e.templatesBy[q] {
 				t := e.p.Templates[tn]
 				n := 0
-				for n < maxJobs && admit(s.NewWorkload(Workload{Name: tn + " job", Template: tn, Queue: q, Card: t.Card,
-					Priority: pr.Name, Value: pr.Value, Request: t.Request})) {
+				job := Workload{Name: tn + " job", Template: tn, Queue: q, Card: t.Card,
+					Priority: pr.Name, Value: pr.Value, Request: t.Request}
+				for n < maxJobs && admit(e.scenario.new(s, job)) {
 					n++
 				}
 				if n > 0 {
@@ -273,14 +332,14 @@ func (e *explainer) tryPreemptors(s *Snapshot, g group, r string, pv int, upNow 
 	for _, tn := range e.templatesBy[r] {
 		t := e.p.Templates[tn]
 		for _, pr := range e.ladder {
-			try(s.NewWorkload(Workload{Name: tn + " job", Template: tn, Queue: r, Card: t.Card,
+			try(e.scenario.new(s, Workload{Name: tn + " job", Template: tn, Queue: r, Card: t.Card,
 				Priority: pr.Name, Value: pr.Value, Request: t.Request}))
 		}
 	}
 	for _, i := range g.onDemand {
 		n := e.onDemand[i]
 		if e.p.Services[n].Queue == r && !upNow[n] {
-			try(serviceWorkload(s, e.p, n))
+			try(e.scenario.new(s, serviceOf(e.p, n)))
 		}
 	}
 }

@@ -141,6 +141,15 @@ const (
 // exclusive field) say where the sized request fails to give the card to
 // the step alone; the policy must have passed policy.Check.
 func SizeExclusive(p *policy.Policy) (*policy.Policy, finding.List) {
+	p, _, ds := sizeExclusive(p)
+	return p, ds
+}
+
+// sizeExclusive is SizeExclusive, with the analysis of each template it
+// sized and found nothing wrong with, by name: what Exclusives gives for
+// it on the sized policy (or on one that differs from it in lock sizes
+// only, which the analysis never reads).
+func sizeExclusive(p *policy.Policy) (*policy.Policy, map[string]Exclusive, finding.List) {
 	var names []string
 	for _, n := range p.TemplateNames() {
 		if t := p.Templates[n]; t.Exclusive != nil && !t.Exclusive.Sized {
@@ -148,7 +157,7 @@ func SizeExclusive(p *policy.Policy) (*policy.Policy, finding.List) {
 		}
 	}
 	if len(names) == 0 {
-		return p, nil
+		return p, nil, nil
 	}
 	out := *p
 	out.Templates = maps.Clone(p.Templates)
@@ -166,6 +175,7 @@ func SizeExclusive(p *policy.Policy) (*policy.Policy, finding.List) {
 		out.Templates[n] = t
 	}
 	var ds finding.List
+	var analysed map[string]Exclusive
 	for _, n := range names {
 		// The template's own shares and gpuMemory are the least the step
 		// needs.
@@ -201,11 +211,17 @@ func SizeExclusive(p *policy.Policy) (*policy.Policy, finding.List) {
 			ds = append(ds, f)
 			continue
 		}
-		_, fs := analyzeExclusive(&out, t)
+		x, fs := analyzeExclusive(&out, t)
+		if len(fs) == 0 {
+			if analysed == nil {
+				analysed = map[string]Exclusive{}
+			}
+			analysed[n] = x
+		}
 		ds = append(ds, fs...)
 	}
 	ds.SortByPos()
-	return &out, ds
+	return &out, analysed, ds
 }
 
 // borrowsWhy explains a wait that Kueue's flavor assigner decides before
@@ -242,11 +258,18 @@ func anyCardWhy(p *policy.Policy, t policy.Template) string {
 
 // Exclusives analyses every exclusive template of a policy sized by
 // SizeExclusive (SizeLocks), by template name.
-func Exclusives(p *policy.Policy) []Exclusive {
+func Exclusives(p *policy.Policy) []Exclusive { return exclusivesKnown(p, nil) }
+
+// exclusivesKnown is Exclusives, taking the analyses sizeExclusive made
+// (by template name) instead of running them again.
+func exclusivesKnown(p *policy.Policy, known map[string]Exclusive) []Exclusive {
 	out := []Exclusive{}
 	for _, n := range p.TemplateNames() {
 		if t := p.Templates[n]; t.Exclusive != nil {
-			x, _ := analyzeExclusive(p, t)
+			x, ok := known[n]
+			if !ok {
+				x, _ = analyzeExclusive(p, t)
+			}
 			out = append(out, x)
 		}
 	}
@@ -356,8 +379,10 @@ func analyzeExclusive(p *policy.Policy, t policy.Template) (Exclusive, finding.L
 		return x, ds
 	}
 	var besideSeen, jobsSeen = map[string]bool{}, map[string]bool{}
+	// What each namespace may use, once for every state.
+	allowed := p.AllowedEach()
 	for _, up := range exclusiveStates(onDemand) {
-		st := exclusiveState(p, t, onDemand, up)
+		st := exclusiveState(p, t, onDemand, up, allowed)
 		label := policy.StateLabel(st.State)
 		x.States = append(x.States, st)
 		x.StatesChecked++
@@ -433,8 +458,9 @@ func analyzeExclusive(p *policy.Policy, t policy.Template) (Exclusive, finding.L
 	return x, ds
 }
 
-// exclusiveState is the step in one service state.
-func exclusiveState(p *policy.Policy, t policy.Template, onDemand, up []string) ExclusiveState {
+// exclusiveState is the step in one service state; allowed is
+// p.AllowedEach.
+func exclusiveState(p *policy.Policy, t policy.Template, onDemand, up []string, allowed map[string]policy.Rights) ExclusiveState {
 	st := ExclusiveState{State: map[string]string{}, Evicts: []Eviction{}, Short: []string{}, WaitsFor: []string{},
 		Running: []ExclusiveRunning{}, Beside: []Beside{}, EvictedBy: []Beside{}}
 	for _, n := range onDemand {
@@ -453,7 +479,7 @@ func exclusiveState(p *policy.Policy, t policy.Template, onDemand, up []string) 
 	switch d.Outcome {
 	case Wait, NoFit:
 		st.WaitsFor = exclusiveHolders(s, t, d.Short)
-		st.Running = exclusiveRunning(p, t, up)
+		st.Running = exclusiveRunning(p, t, up, allowed)
 		return st
 	case Preempt:
 		for _, tg := range d.Targets {
@@ -466,13 +492,13 @@ func exclusiveState(p *policy.Policy, t policy.Template, onDemand, up []string) 
 				st.Short = append(st.Short, p.Resource(fr.Kind))
 			}
 			st.WaitsFor = exclusiveHolders(s, t, d.Short)
-			st.Running = exclusiveRunning(p, t, up)
+			st.Running = exclusiveRunning(p, t, up, allowed)
 			return st
 		}
 	}
 	s.Add(xw)
-	st.Beside, st.EvictedBy = besideProbes(p, s, t, xw)
-	st.Running = exclusiveRunning(p, t, up)
+	st.Beside, st.EvictedBy = besideProbes(p, s, t, xw, allowed)
+	st.Running = exclusiveRunning(p, t, up, allowed)
 	return st
 }
 
@@ -543,10 +569,10 @@ func serviceArrives(name, step string, state map[string]string) string {
 // the exclusive job xw runs in s: a job of every template at every
 // priority its namespace may use, every service Kueue does not run, and a
 // one-share workload in every ClusterQueue with quota on the card at
-// every priority its namespaces may use. Each is one Decide, undone.
-func besideProbes(p *policy.Policy, s *Snapshot, t policy.Template, xw *Workload) (beside, evictedBy []Beside) {
+// every priority its namespaces may use (allowed: p.AllowedEach). Each is
+// one Decide, undone.
+func besideProbes(p *policy.Policy, s *Snapshot, t policy.Template, xw *Workload, allowed map[string]policy.Rights) (beside, evictedBy []Beside) {
 	beside, evictedBy = []Beside{}, []Beside{}
-	allowed := p.AllowedEach()
 	try := func(w *Workload) {
 		d := s.Decide(w)
 		b := Beside{Workload: w.Name, Service: w.Service, Template: w.Template, Queue: w.Queue, Priority: w.Priority, Evicts: []Eviction{}}
@@ -648,23 +674,33 @@ func sharesCard(p *policy.Policy, queue, card string) bool {
 }
 
 // exclusiveRunning is, per other template with quota on the step's card
-// and per priority its namespace may use, what the step does when as many
-// of those jobs as Kueue admits run as it arrives.
-func exclusiveRunning(p *policy.Policy, t policy.Template, up []string) []ExclusiveRunning {
+// and per priority its namespace may use (allowed: p.AllowedEach), what
+// the step does when as many of those jobs as Kueue admits run as it
+// arrives.
+func exclusiveRunning(p *policy.Policy, t policy.Template, up []string, allowed map[string]policy.Rights) []ExclusiveRunning {
 	out := []ExclusiveRunning{}
-	allowed := p.AllowedEach()
+	// The state's services, made once: each template and priority's
+	// jobs are removed again after (Remove undoes Add; only the order
+	// of creation and admission decides, and it stays the same).
+	var s *Snapshot
+	var added []*Workload
 	for _, n := range p.TemplateNames() {
 		o := p.Templates[n]
 		if n == t.Name || o.Exclusive != nil || !sharesCard(p, o.Queue, t.Card) || !slices.Contains(p.TemplateCards(o), t.Card) {
 			continue
 		}
 		for _, pr := range allowed[o.Namespace].Priorities {
-			s, _ := servicesSnapshot(p, up)
+			if s == nil {
+				s, _ = servicesSnapshot(p, up)
+			}
 			if _, ok := s.queues[o.Queue]; !ok {
 				continue
 			}
-			var jobs int64
-			for jobs < maxJobs {
+			for _, w := range added {
+				s.Remove(w)
+			}
+			added = added[:0]
+			for int64(len(added)) < maxJobs {
 				// On the step's card: jobs on the queue's other cards
 				// neither hold it off nor are evicted for it.
 				w := s.NewWorkload(Workload{Name: n + " job", Template: n, Queue: o.Queue, Card: t.Card, Cards: []string{t.Card},
@@ -673,8 +709,9 @@ func exclusiveRunning(p *policy.Policy, t policy.Template, up []string) []Exclus
 					break
 				}
 				s.Add(w)
-				jobs++
+				added = append(added, w)
 			}
+			jobs := int64(len(added))
 			if jobs == 0 {
 				continue
 			}

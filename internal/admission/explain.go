@@ -273,6 +273,14 @@ type explainer struct {
 	rows     []Capacity
 	findings finding.List
 
+	// simJobs and scenario hold the workloads of one simulate and one
+	// tryScenario.
+	simJobs, scenario workloadArena
+	// prioritiesOf memoizes priorities by namespace.
+	prioritiesOf map[string][]policy.Priority
+	// quantities memoizes quantity.
+	quantities map[kindAmount]string
+
 	comps         []*component
 	compOfVariant []*component
 	// compsOK counts the components with no reachable state.
@@ -304,7 +312,7 @@ func Explain(p *policy.Policy) (*Report, error) { return ExplainWith(p, Options{
 // on-demand services, and with SizeLocks' finding.List on a lock sized
 // from quota that computes to no size.
 func ExplainWith(p *policy.Policy, o Options) (*Report, error) {
-	p, sizes, err := SizeLocks(p)
+	p, sizes, analysed, err := sizeLocks(p)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +393,7 @@ func ExplainWith(p *policy.Policy, o Options) (*Report, error) {
 		r.Findings = []finding.Finding{}
 	}
 	r.Access = e.access()
-	r.Exclusive = Exclusives(p)
+	r.Exclusive = exclusivesKnown(p, analysed)
 	r.Cohorts = CohortTree(p)
 	return r, nil
 }
@@ -427,11 +435,16 @@ func (e *explainer) bit(i int) uint32 { return 1 << (len(e.onDemand) - 1 - i) }
 func (e *explainer) up(mask uint32, i int) bool { return mask&e.bit(i) != 0 }
 
 func serviceWorkload(s *Snapshot, p *policy.Policy, name string) *Workload {
+	return s.NewWorkload(serviceOf(p, name))
+}
+
+// serviceOf is the service's pod as a workload.
+func serviceOf(p *policy.Policy, name string) Workload {
 	sv := p.Services[name]
-	return s.NewWorkload(Workload{
+	return Workload{
 		Name: name, Service: name, Queue: sv.Queue, Card: sv.Card,
 		Priority: sv.Priority, Value: p.Priorities[sv.Priority].Value, Request: sv.Request,
-	})
+	}
 }
 
 // quotaSim is what Kueue does with N identical jobs in one state, locks
@@ -459,10 +472,15 @@ type quotaSim struct {
 }
 
 func (e *explainer) jobWorkload(s *Snapshot, v variant, pr policy.Priority) *Workload {
-	return s.NewWorkload(Workload{
+	return s.NewWorkload(jobOf(v, pr))
+}
+
+// jobOf is a job of the variant's template at pr.
+func jobOf(v variant, pr policy.Priority) Workload {
+	return Workload{
 		Name: v.base + " job", Template: v.base, Queue: v.t.Queue, Card: v.t.Card,
 		Priority: pr.Name, Value: pr.Value, Request: v.t.Request,
-	})
+	}
 }
 
 // simulate submits jobs of a template at a priority into a state's snapshot
@@ -478,18 +496,22 @@ func (e *explainer) simulate(s *Snapshot, v variant, pr policy.Priority) *quotaS
 		sim.availBy = s.availableBy(v.t.Queue, cards)
 	}
 	sim.avail0 = s.availableSum(v.t.Queue, v.t.Card, sim.availBy)
-	var added []*Workload
+	// Every job is removed again below: they live in the arena.
+	e.simJobs.reset()
+	job := jobOf(v, pr)
+	added := e.simJobs.added[:0]
 	var evicted []*Workload
 	defer func() {
 		for _, w := range added {
 			s.Remove(w)
 		}
+		e.simJobs.added = added[:0]
 		for _, w := range evicted {
 			s.restore(w)
 		}
 	}()
 	for len(added) < maxJobs {
-		w := e.jobWorkload(s, v, pr)
+		w := e.simJobs.new(s, job)
 		d := s.Decide(w)
 		if d.Outcome != Admit {
 			for _, fr := range d.Short {
@@ -500,15 +522,15 @@ func (e *explainer) simulate(s *Snapshot, v variant, pr policy.Priority) *quotaS
 		}
 		if sim.cards != nil {
 			sim.borrowed = append(sim.borrowed, e.borrows(s, w))
+			sim.landed = append(sim.landed, w.Card)
 		}
 		s.Add(w)
 		added = append(added, w)
-		sim.landed = append(sim.landed, w.Card)
 	}
 	sim.quotaAdmits = int64(len(added))
 	sim.preemptAdmits = sim.quotaAdmits
 	for len(added) < maxJobs {
-		w := e.jobWorkload(s, v, pr)
+		w := e.simJobs.new(s, job)
 		d := s.Decide(w)
 		if d.Outcome == Preempt {
 			for _, t := range d.Targets {
@@ -527,10 +549,10 @@ func (e *explainer) simulate(s *Snapshot, v variant, pr policy.Priority) *quotaS
 		}
 		if sim.cards != nil {
 			sim.borrowed = append(sim.borrowed, e.borrows(s, w))
+			sim.landed = append(sim.landed, w.Card)
 		}
 		s.Add(w)
 		added = append(added, w)
-		sim.landed = append(sim.landed, w.Card)
 	}
 	if len(evicted) > 0 {
 		sim.preemptAdmits = int64(len(added))
@@ -642,7 +664,7 @@ func (e *explainer) row(v variant, pr policy.Priority, state map[string]string, 
 			continue
 		}
 		res := e.p.Resource(k)
-		c.Margin[res] = k.QuantityString(sim.avail0[k] - c.Admitted*req)
+		c.Margin[res] = e.quantity(k, sim.avail0[k]-c.Admitted*req)
 		c.PerResource[res] = sim.avail0[k] / req
 		if sim.cards != nil {
 			c.PerResource[res] = 0
@@ -663,12 +685,32 @@ func (e *explainer) row(v variant, pr policy.Priority, state map[string]string, 
 				continue
 			}
 			// Margin once pp.Admitted (not pp.QuotaAdmits) jobs run.
-			pp.Margin[e.p.Resource(k)] = k.QuantityString(sim.preemptMargin[k] + (pp.QuotaAdmits-pp.Admitted)*req)
+			pp.Margin[e.p.Resource(k)] = e.quantity(k, sim.preemptMargin[k]+(pp.QuotaAdmits-pp.Admitted)*req)
 		}
 		pp.Cards = e.cardJobsAfter(v, sim, pp.Admitted)
 		c.Preemption = pp
 	}
 	return c
+}
+
+// kindAmount is an amount of one resource kind.
+type kindAmount struct {
+	k policy.Kind
+	v int64
+}
+
+// quantity is k.QuantityString(v), formatted once per amount: the rows'
+// margins repeat a few amounts thousands of times.
+func (e *explainer) quantity(k policy.Kind, v int64) string {
+	if s, ok := e.quantities[kindAmount{k, v}]; ok {
+		return s
+	}
+	s := k.QuantityString(v)
+	if e.quantities == nil {
+		e.quantities = map[kindAmount]string{}
+	}
+	e.quantities[kindAmount{k, v}] = s
+	return s
 }
 
 // upServices lists the on-demand services up in a mask.

@@ -287,7 +287,7 @@ func (e *explainer) cardJobs(v variant, sim *quotaSim, avail map[string]map[poli
 		}
 		for _, k := range policy.Kinds {
 			if req := v.t.Request.Get(k); req > 0 {
-				cj.Margin[e.p.Resource(k)] = k.QuantityString(avail[card][k] - cj.Admitted*req)
+				cj.Margin[e.p.Resource(k)] = e.quantity(k, avail[card][k]-cj.Admitted*req)
 			}
 		}
 		out = append(out, cj)

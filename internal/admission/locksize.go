@@ -66,9 +66,16 @@ type LockSize struct {
 // findings (rules exclusive-fits, exclusive-alone, exclusive-jobs) are the
 // error the same way.
 func SizeLocks(p *policy.Policy) (*policy.Policy, []LockSize, error) {
-	p, xs := SizeExclusive(p)
+	p, sizes, _, err := sizeLocks(p)
+	return p, sizes, err
+}
+
+// sizeLocks is SizeLocks, with the analyses of the exclusive templates it
+// sized (sizeExclusive), by name, for Explain's Exclusives.
+func sizeLocks(p *policy.Policy) (*policy.Policy, []LockSize, map[string]Exclusive, error) {
+	p, analysed, xs := sizeExclusive(p)
 	if len(xs) > 0 {
-		return nil, nil, xs
+		return nil, nil, nil, xs
 	}
 	var sized []string
 	for _, n := range p.LockNames() {
@@ -77,7 +84,7 @@ func SizeLocks(p *policy.Policy) (*policy.Policy, []LockSize, error) {
 		}
 	}
 	if len(sized) == 0 {
-		return p, nil, nil
+		return p, nil, analysed, nil
 	}
 	out := *p
 	out.Locks = maps.Clone(p.Locks)
@@ -97,9 +104,9 @@ func SizeLocks(p *policy.Policy) (*policy.Policy, []LockSize, error) {
 	}
 	if len(ds) > 0 {
 		ds.SortByPos()
-		return nil, nil, ds
+		return nil, nil, nil, ds
 	}
-	return &out, sizes, nil
+	return &out, sizes, analysed, nil
 }
 
 // sizeLock computes one lock's size, or the finding that says why it has

@@ -250,7 +250,8 @@ func usesNeeded(w *Workload, needs frSet) bool {
 // back what is not needed (fillBackWorkloads). It tries "borrowing allowed"
 // and "not borrowing" in the order classicalPreemptions chooses.
 func (s *Snapshot) classicalTargets(w *Workload, cq *clusterQueue, needs frSet) []Target {
-	var same []candidate
+	sc := &s.cands
+	same := sc.same[:0]
 	if policyEnabled(cq.pre.WithinClusterQueue) {
 		for _, x := range cq.workloads {
 			if usesNeeded(x, needs) && satisfiesPolicy(cq.pre.WithinClusterQueue, w, x) {
@@ -259,7 +260,7 @@ func (s *Snapshot) classicalTargets(w *Workload, cq *clusterQueue, needs frSet) 
 		}
 	}
 	bwcForbidden := !borrowWithinCohortEnabled(cq.pre)
-	hier, prio := s.hierarchicalCandidates(w, cq, needs)
+	hier, prio := s.hierarchicalCandidates(w, cq, needs, sc.hier[:0], sc.prio[:0])
 	order := func(cs []candidate) {
 		slices.SortStableFunc(cs, func(a, b candidate) int {
 			if (a.cq == cq) != (b.cq == cq) {
@@ -280,8 +281,8 @@ func (s *Snapshot) classicalTargets(w *Workload, cq *clusterQueue, needs frSet) 
 	order(hier)
 	order(prio)
 	order(same)
-	all := make([]candidate, 0, len(hier)+len(prio)+len(same))
-	all = append(append(append(all, hier...), prio...), same...)
+	all := append(append(append(sc.all[:0], hier...), prio...), same...)
+	sc.same, sc.hier, sc.prio, sc.all = same, hier, prio, all
 	if len(all) == 0 {
 		return nil
 	}
@@ -302,13 +303,14 @@ func (s *Snapshot) classicalTargets(w *Workload, cq *clusterQueue, needs frSet) 
 		attempts = []bool{true, false}
 	}
 	for _, borrow := range attempts {
-		var removed []candidate
+		removed := sc.removed[:0]
 		for _, c := range all {
 			if !candidateValid(c, cq, borrow, needs) {
 				continue
 			}
 			s.Remove(c.w)
 			removed = append(removed, c)
+			sc.removed = removed
 			if s.workloadFits(w, cq, borrow) {
 				removed = s.fillBack(w, cq, removed, borrow)
 				out := make([]Target, len(removed))

@@ -317,6 +317,11 @@ func (e *explainer) strictFIFO(qq *Queueing) {
 // priorities lists the ladder's priorities a workload in the namespace may
 // use (policy.Allowed: the API server rejects the others), top first.
 func (e *explainer) priorities(ns string) []policy.Priority {
+	// Once per namespace: Allowed reads every queue, template and
+	// service, and the StrictFIFO analysis asks for each head and job.
+	if out, ok := e.prioritiesOf[ns]; ok {
+		return out
+	}
 	rights := e.p.Allowed(ns)
 	var out []policy.Priority
 	for _, pr := range e.ladder {
@@ -324,6 +329,10 @@ func (e *explainer) priorities(ns string) []policy.Priority {
 			out = append(out, pr)
 		}
 	}
+	if e.prioritiesOf == nil {
+		e.prioritiesOf = map[string][]policy.Priority{}
+	}
+	e.prioritiesOf[ns] = out
 	return out
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/gpupolicy/gpupolicy/internal/finding"
 	"github.com/gpupolicy/gpupolicy/internal/output"
@@ -323,21 +324,28 @@ func (r *Report) writeFindingsMarkdown(w io.Writer) {
 // wrap breaks text into lines of at most width runes, at spaces.
 func wrap(s string, width int) []string {
 	var out []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		if line != "" && len([]rune(line))+1+len([]rune(word)) > width {
-			out = append(out, line)
-			line = word
+	var line strings.Builder
+	line.Grow(width)
+	n := 0 // runes in line
+	for word := range strings.FieldsSeq(s) {
+		w := utf8.RuneCountInString(word)
+		if n > 0 && n+1+w > width {
+			out = append(out, line.String())
+			line = strings.Builder{}
+			line.Grow(width)
+			line.WriteString(word)
+			n = w
 			continue
 		}
-		if line == "" {
-			line = word
-		} else {
-			line += " " + word
+		if n > 0 {
+			line.WriteByte(' ')
+			n++
 		}
+		line.WriteString(word)
+		n += w
 	}
-	if line != "" {
-		out = append(out, line)
+	if n > 0 {
+		out = append(out, line.String())
 	}
 	return out
 }

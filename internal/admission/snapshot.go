@@ -116,7 +116,8 @@ type quotaCell struct {
 // cell returns the queue's cell for fr, nil when it has none.
 func (cq *clusterQueue) cell(fr FlavorResource) *quotaCell {
 	for i := range cq.cells {
-		if cq.cells[i].fr == fr {
+		// The kind first: a queue's cells share their cards.
+		if c := &cq.cells[i].fr; c.Kind == fr.Kind && c.Card == fr.Card {
 			return &cq.cells[i]
 		}
 	}
@@ -169,6 +170,9 @@ type Snapshot struct {
 	clock   int64
 	// tcards caches Snapshot.cardsOf per template.
 	tcards map[string][]string
+	// cands is classicalTargets' scratch: its candidate lists, which never
+	// leave it, reused by the next call.
+	cands struct{ same, hier, prio, all, removed []candidate }
 }
 
 // NewSnapshot builds the empty snapshot of a policy's queues: quotas set,
@@ -367,6 +371,37 @@ func (s *Snapshot) NewWorkload(w Workload) *Workload {
 	s.seq++
 	w.Seq = s.seq
 	return &w
+}
+
+// workloadArena hands out workloads that live for one situation only
+// (simulate, tryScenario: everything they admit they remove again, and
+// no pointer to one outlives them); reset makes their storage the next
+// situation's, which spares the collector a workload per job tried. It
+// grows by chunks, so a pointer it gave stays valid until reset.
+type workloadArena struct {
+	chunks [][]Workload
+	n      int
+	// added is the situation's list of what it admitted, to remove
+	// again: scratch, reused the same way.
+	added []*Workload
+}
+
+const arenaChunk = 64
+
+func (a *workloadArena) reset() { a.n = 0 }
+
+// new is s.NewWorkload(w) in the arena's storage.
+func (a *workloadArena) new(s *Snapshot, w Workload) *Workload {
+	c := a.n / arenaChunk
+	if c == len(a.chunks) {
+		a.chunks = append(a.chunks, make([]Workload, arenaChunk))
+	}
+	x := &a.chunks[c][a.n%arenaChunk]
+	a.n++
+	s.seq++
+	w.Seq = s.seq
+	*x = w
+	return x
 }
 
 // Fits reports whether w can be admitted now without preemption: every

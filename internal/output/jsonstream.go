@@ -115,20 +115,98 @@ func emptyJSON(v reflect.Value) bool {
 type jsonStream struct {
 	w   *bufio.Writer
 	buf bytes.Buffer
+	// enc encodes compactly into buf (SetEscapeHTML(false)), made once.
+	enc *json.Encoder
 }
 
 // value writes v's encoding as it stands at prefix (the indentation of
-// its line), without a trailing newline.
+// its line), without a trailing newline: encoded compactly, then laid
+// out by indentJSON.
 func (s *jsonStream) value(v any, prefix string) error {
 	s.buf.Reset()
-	enc := json.NewEncoder(&s.buf)
-	enc.SetIndent(prefix, jsonIndent)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if s.enc == nil {
+		s.enc = json.NewEncoder(&s.buf)
+		s.enc.SetEscapeHTML(false)
+	}
+	if err := s.enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := s.w.Write(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n")))
-	return err
+	indentJSON(s.w, bytes.TrimSuffix(s.buf.Bytes(), []byte("\n")), prefix)
+	return nil
+}
+
+// indentJSON writes src, one value as encoding/json encodes it (compact:
+// no space outside strings, MarshalJSON output compacted too), to w as
+// json.Indent(dst, src, prefix, jsonIndent) lays it out: a newline,
+// prefix and one indent per depth after '{', '[' and ',' and before a
+// closing '}' or ']' (an empty object or array stays "{}" or "[]"), ": "
+// after a key, strings, numbers and literals as they are. It is
+// json.Indent without its scanner's per-byte state machine, which src,
+// valid and compact, does not need: what lies between two structural
+// bytes is written in one piece. TestWriteJSONIsEncoders and
+// TestWriteJSONRandomDocuments hold the two equal.
+func indentJSON(w *bufio.Writer, src []byte, prefix string) {
+	depth := 0
+	// lines[d] is the newline and indentation of depth d.
+	var lines []string
+	newline := func() {
+		for len(lines) <= depth {
+			lines = append(lines, "\n"+prefix+strings.Repeat(jsonIndent, len(lines)))
+		}
+		w.WriteString(lines[depth])
+	}
+	start := 0 // src[start:i] is still to write, as it is
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '"':
+			i = closingQuote(src, i)
+		case '{', '[':
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				i++
+				continue
+			}
+			w.Write(src[start : i+1])
+			start = i + 1
+			depth++
+			newline()
+		case '}', ']':
+			w.Write(src[start:i])
+			start = i
+			depth--
+			newline()
+		case ',':
+			w.Write(src[start : i+1])
+			start = i + 1
+			newline()
+		case ':':
+			w.Write(src[start:i])
+			start = i + 1
+			w.WriteString(": ")
+		}
+	}
+	w.Write(src[start:])
+}
+
+// closingQuote is the index of the quote that ends the JSON string
+// opening at src[open] (one not escaped: after an even number of
+// backslashes), or the last index when none does.
+func closingQuote(src []byte, open int) int {
+	j := open + 1
+	for {
+		k := bytes.IndexByte(src[j:], '"')
+		if k < 0 {
+			return len(src) - 1
+		}
+		j += k
+		backslashes := 0
+		for m := j - 1; m > open && src[m] == '\\'; m-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return j
+		}
+		j++
+	}
 }
 
 // document writes v, a struct or a pointer to one, field by field, or

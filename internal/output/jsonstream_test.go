@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
@@ -113,19 +114,24 @@ func TestWriteJSONIsEncoders(t *testing.T) {
 	}
 }
 
+// randomJSONString is up to most-1 pieces of what JSON escapes or
+// structures with: quotes, backslashes, control characters, HTML,
+// brackets, commas, colons, multi-byte runes.
+func randomJSONString(rng *rand.Rand, most int) string {
+	alphabet := []string{"a", "Z", "0", " ", "\n", "\t", `"`, `\`, `\"`, `\\`, "<", ">", "&", "é", "\u2028", "\x00", "日本", "{", "}", "[", "]", ",", ":"}
+	var b strings.Builder
+	for range rng.IntN(most) {
+		b.WriteString(alphabet[rng.IntN(len(alphabet))])
+	}
+	return b.String()
+}
+
 // TestWriteJSONRandomDocuments compares WriteJSON with json.Encoder on
 // generated documents: nesting, empty and nil slices, strings JSON
 // escapes.
 func TestWriteJSONRandomDocuments(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 1000))
-	alphabet := []string{"a", "Z", "0", " ", "\n", "\t", `"`, `\`, "<", ">", "&", "é", "\u2028", "\x00", "日本"}
-	str := func() string {
-		var b strings.Builder
-		for range rng.IntN(8) {
-			b.WriteString(alphabet[rng.IntN(len(alphabet))])
-		}
-		return b.String()
-	}
+	str := func() string { return randomJSONString(rng, 8) }
 	var mkRow func(depth int) row
 	mkRow = func(depth int) row {
 		r := row{Name: str(), Count: rng.Int64N(1 << 40), OK: rng.IntN(2) == 0}
@@ -160,6 +166,59 @@ func TestWriteJSONRandomDocuments(t *testing.T) {
 		}
 		if want := wholeJSON(t, d); b.String() != want {
 			t.Fatalf("document %d: WriteJSON:\n%s\njson.Encoder:\n%s", i, b.String(), want)
+		}
+	}
+}
+
+// TestIndentJSONIsIndent compares indentJSON with json.Indent on
+// generated values of any shape: nested objects and arrays (empty ones
+// too), numbers, literals, and strings full of quotes, backslashes and
+// the bytes JSON structures with.
+func TestIndentJSONIsIndent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	str := func() string { return randomJSONString(rng, 10) }
+	var mk func(depth int) any
+	mk = func(depth int) any {
+		switch rng.IntN(7) {
+		case 0:
+			return str()
+		case 1:
+			return rng.Float64() * 1e30
+		case 2:
+			return nil
+		case 3:
+			return rng.IntN(2) == 0
+		case 4:
+			m := map[string]any{}
+			for range rng.IntN(4) * min(1, 4-depth) {
+				m[str()] = mk(depth + 1)
+			}
+			return m
+		case 5:
+			a := []any{}
+			for range rng.IntN(4) * min(1, 4-depth) {
+				a = append(a, mk(depth+1))
+			}
+			return a
+		}
+		return -rng.Int64()
+	}
+	for i := range 2000 {
+		src, err := json.Marshal(mk(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got bytes.Buffer
+		if err := json.Indent(&want, src, "    ", jsonIndent); err != nil {
+			t.Fatal(err)
+		}
+		w := bufio.NewWriter(&got)
+		indentJSON(w, src, "    ")
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("value %d, %s: indentJSON:\n%s\njson.Indent:\n%s", i, src, got.String(), want.String())
 		}
 	}
 }

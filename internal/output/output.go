@@ -4,6 +4,7 @@
 package output
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -118,8 +119,9 @@ func (o *Flag) Type() string { return "format" }
 
 // Write writes a report in format f: JSON and YAML are doc's JSON (the
 // report's document, whose keys are its contract), text and markdown are
-// written by the report's own functions. A report's Write method is
-// usually one call to it.
+// written by the report's own functions, through a buffer (a report
+// writes line by line; unbuffered, each line was a system call on
+// stdout). A report's Write method is usually one call to it.
 func Write(w io.Writer, f Format, doc any, text, markdown func(io.Writer) error) error {
 	switch f {
 	case JSON:
@@ -128,14 +130,25 @@ func Write(w io.Writer, f Format, doc any, text, markdown func(io.Writer) error)
 		return WriteYAML(w, doc)
 	case Markdown:
 		if markdown != nil {
-			return markdown(w)
+			return buffered(w, markdown)
 		}
 	case Text:
 		if text != nil {
-			return text(w)
+			return buffered(w, text)
 		}
 	}
 	return &ErrUnknown{Got: string(f), Accepted: offered(text, markdown)}
+}
+
+// buffered runs write on a buffer over w and flushes what it wrote, also
+// when it fails; its error first.
+func buffered(w io.Writer, write func(io.Writer) error) error {
+	b := bufio.NewWriterSize(w, 64<<10)
+	err := write(b)
+	if ferr := b.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 func offered(text, markdown func(io.Writer) error) []Format {
