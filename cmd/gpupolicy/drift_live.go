@@ -41,6 +41,9 @@ func runLiveDrift(cmd *cobra.Command, t *envTarget, git *drift.Report, cf cluste
 	if err != nil {
 		return err
 	}
+	for _, kind := range side.Unlisted {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s may not list %s objects; an owned %s the pin no longer renders would not show as extra\n", where, kind, kind)
+	}
 	if output.IsCI(format) {
 		err = writeCI(cmd, format, ciRun("drift", finding.Rules(finding.Drift), r.Findings()))
 	} else {

@@ -49,9 +49,15 @@ type Side struct {
 	// Kinds are further kinds to list for owned objects (render's
 	// contract.RenderedKinds), so that an owned object of a kind the render
 	// no longer has at all (the last Cohort dropped) is reported as extra,
-	// as reconcile would prune it. A kind the cluster does not serve is
-	// skipped. Read only when Owner is set.
+	// as reconcile would prune it (an extra Namespace is reported too, and
+	// never pruned). A kind the cluster does not serve is
+	// skipped, and so is one this identity may not list (Unlisted says
+	// which). Read only when Owner is set.
 	Kinds []schema.GroupVersionKind
+	// Unlisted are the kinds of Kinds the pin has no object of that the
+	// API server forbade this identity to list, set by Objects: an owned
+	// object of such a kind would not show as extra.
+	Unlisted []string
 }
 
 // Label implements drift.Side.
@@ -89,6 +95,8 @@ func (s *Side) Objects(ctx context.Context) (drift.Set, error) {
 		mappings[m.Resource] = m
 		byKind[m.Resource] = append(byKind[m.Resource], ref)
 	}
+	extraOnly := map[schema.GroupVersionResource]bool{} // kinds only s.Kinds names
+	s.Unlisted = nil
 	for _, gvk := range s.Kinds {
 		if len(s.Owner) == 0 {
 			break
@@ -102,6 +110,7 @@ func (s *Side) Objects(ctx context.Context) (drift.Set, error) {
 		}
 		if _, ok := mappings[m.Resource]; !ok {
 			mappings[m.Resource] = m
+			extraOnly[m.Resource] = true
 		}
 	}
 	var gvrs []schema.GroupVersionResource
@@ -114,6 +123,12 @@ func (s *Side) Objects(ctx context.Context) (drift.Set, error) {
 		listed := map[string]*unstructured.Unstructured{}
 		if len(s.Owner) > 0 {
 			items, err := listAll(ctx, s.Client.Resource(g), metav1.ListOptions{LabelSelector: labels.SelectorFromSet(s.Owner).String()})
+			if err != nil && extraOnly[g] && apierrors.IsForbidden(err) {
+				// A reader granted only the kinds the render has: what it
+				// cannot list is said, not a failure of the whole report.
+				s.Unlisted = append(s.Unlisted, kind)
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("listing %s: %w", g.Resource, err)
 			}

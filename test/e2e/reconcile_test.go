@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -198,6 +199,37 @@ func TestReconcileAndLiveDrift(t *testing.T) {
 		// Back to the pin for the tests after this one.
 		if _, err := r.Apply(ctx, desired, reconcile.Options{Owner: owner}); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	t.Run("a reader that may not list a kind the pin lacks gets the rest, and is told", func(t *testing.T) {
+		// Least privilege for drift --live: list only the kinds the lab
+		// renders (it declares no Cohort) and the local environment adds (the
+		// model store's PersistentVolume and claims).
+		rules := []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"namespaces", "configmaps", "limitranges", "persistentvolumeclaims", "persistentvolumes"}, Verbs: cluster.ReadOnlyVerbs},
+			{APIGroups: []string{"kueue.x-k8s.io"}, Resources: []string{"resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses"}, Verbs: cluster.ReadOnlyVerbs},
+			{APIGroups: []string{"argoproj.io"}, Resources: []string{"workflowtemplates"}, Verbs: cluster.ReadOnlyVerbs},
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: cluster.ReadOnlyVerbs},
+		}
+		narrow, err := c.User(ctx, "drift-reader-narrow", rules...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := kube.New(narrow.Kubeconfig, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		side := &live.Side{Client: nc.Dynamic, Mapper: nc.Mapper, Pinned: set, Owner: owner, Name: "the cluster", Kinds: contract.RenderedKinds}
+		got, err := side.Objects(ctx)
+		if err != nil {
+			t.Fatalf("a reader of the rendered kinds only: %v", err)
+		}
+		if ds := drift.Compare(set, got); len(ds) != 0 {
+			t.Errorf("drift read by the narrow reader: %+v", ds)
+		}
+		if !slices.Equal(side.Unlisted, []string{"Cohort"}) {
+			t.Errorf("unlisted %v, want [Cohort]", side.Unlisted)
 		}
 	})
 
