@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
@@ -55,7 +56,8 @@ func policiesObjects(t *testing.T) []policyObject {
 }
 
 // TestToUnstructuredIsJSONRoundTrip: toUnstructured (apimachinery's
-// reflection converter) gives every object of the policies in policies/
+// reflection converter, or the JSON round trip for Argo's types), and the
+// converter for every kind, give every object of the policies in policies/
 // exactly the map the API server's JSON decoding gives it (encoding/json,
 // then k8s.io/apimachinery/pkg/util/json: numbers int64), which render
 // wrote its YAML from and crdcheck validates.
@@ -78,6 +80,22 @@ func TestToUnstructuredIsJSONRoundTrip(t *testing.T) {
 		}
 		if !reflect.DeepEqual(o.u, want) {
 			t.Errorf("%s: toUnstructured gives\n%#v\nthe JSON round trip\n%#v", o.what, o.u, want)
+		}
+		// Both of toUnstructured's ways give it: the converter too (the
+		// WorkflowTemplates take the JSON way itself).
+		conv, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.obj.Obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(conv, "status")
+		if spec, ok := conv["spec"].(map[string]any); ok && len(spec) == 0 {
+			delete(conv, "spec")
+		}
+		if md, ok := conv["metadata"].(map[string]any); ok && md["creationTimestamp"] == nil {
+			delete(md, "creationTimestamp")
+		}
+		if !reflect.DeepEqual(conv, want) {
+			t.Errorf("%s: the converter gives\n%#v\nthe JSON round trip\n%#v", o.what, conv, want)
 		}
 	}
 }
