@@ -24,12 +24,13 @@
 // changes; TestGeneratedSchemasMatchCRDs fails while it is stale). At run
 // time a version's schemas are built on the first Validate of that kind,
 // and of its CEL rules only those that can fail the objects validated are
-// compiled (celFor), so a command pays for what it checks. What reads
-// nothing of an object's metadata (pruning, defaulting, the OpenAPI schema,
-// list types and, without a rule at the root, the CEL rules), most of an
-// object's cost, runs once per distinct content of a kind: objects equal
-// but for their metadata share its errors (memo.go); the name and
-// namespace are checked per object.
+// compiled (celFor: one validator per version, for all its objects), so a
+// command pays for what it checks. What reads nothing of an object's
+// metadata (pruning, defaulting, the OpenAPI schema, list types and,
+// without a rule at the root, the CEL rules), most of an object's cost,
+// runs once per distinct content of a kind: objects equal but for their
+// metadata share its errors (memo.go); the name and namespace are checked
+// per object.
 package crdcheck
 
 //go:generate go run gen.go
@@ -134,10 +135,14 @@ type crdVersion struct {
 	// (hasCreateRules): without one, celFor has nothing to compile.
 	anyCreateRules bool
 
-	// CEL validators by the rule-bearing schema nodes an object reaches
-	// (celFor), each compiled once.
-	celMu sync.Mutex
-	cels  map[string]*cel.Validator
+	// The CEL validator celFor hands out: compiled for the union
+	// celNodes of the rule-bearing schema nodes the objects validated so
+	// far reach (nil celNodes: every rule, a schema with nested rules).
+	// celCompiles counts the cel.NewValidator calls.
+	celMu        sync.Mutex
+	celValidator *cel.Validator
+	celNodes     map[string]bool
+	celCompiles  int
 
 	// memo holds the results of the checks that read nothing of an
 	// object's metadata, by content (memo.go).
@@ -160,10 +165,10 @@ func (cv *crdVersion) load() {
 }
 
 // celFor returns the CEL validator for obj: the schema's
-// x-kubernetes-validations rules that can fail it, compiled
-// (cel.NewValidator) once per distinct set of schema nodes holding them.
-// The API server compiles every rule of the CRD, but on create evaluates
-// (cel's Validator.validate, validateExpressions)
+// x-kubernetes-validations rules that can fail it, and maybe others that
+// cannot, compiled (cel.NewValidator). The API server compiles every rule
+// of the CRD, but on create evaluates (cel's Validator.validate,
+// validateExpressions)
 //
 //   - a rule only at a node where the object has a non-null value: it
 //     returns at a nil value and descends only into the properties,
@@ -173,15 +178,24 @@ func (cv *crdVersion) load() {
 //     optionalOldSelf runs only when there is an old object (a
 //     LocalQueue's "clusterQueue is immutable").
 //
-// So compiling only the others gives the object the same errors. Nil when
-// no rule can fail obj, found without walking obj when the schema has no
-// rule that runs on create (a LocalQueue's).
+// So a validator of the rules that can run on create (createRules) at any
+// set of nodes holding the ones obj reaches (reachRules) gives obj the same
+// errors: the rules at the other nodes are never evaluated and spend none
+// of the cost budget. celFor keeps one validator per version, compiled for
+// the union of the nodes the objects it was asked for reach, and compiles
+// it again, for the grown union, only when an object reaches a node
+// outside it: at most once per rule node of the schema, where a validator
+// per set of reached nodes was compiled once per set (a ClusterQueue
+// without resourceGroups after one with them now compiles nothing). Where
+// every object of a kind reaches the same nodes (each kind of the lab, the
+// department and the 1,000-queue bench policy) it is compiled once, as
+// before. Nil when no rule can fail obj, found without walking obj when
+// the schema has no rule that runs on create (a LocalQueue's).
 //
 // A schema with rules nested in allOf/anyOf/oneOf/not (no CRD gpupolicy
 // embeds has one) gets every rule compiled, as in the API server: which of
 // those run is not worked out here.
 func (cv *crdVersion) celFor(obj map[string]any) *cel.Validator {
-	key := "\x00every rule"
 	var reached map[string]bool
 	if !cv.nestedRules {
 		if !cv.anyCreateRules {
@@ -192,29 +206,34 @@ func (cv *crdVersion) celFor(obj map[string]any) *cel.Validator {
 		if len(reached) == 0 {
 			return nil
 		}
-		paths := make([]string, 0, len(reached))
-		for p := range reached {
-			paths = append(paths, p)
-		}
-		sort.Strings(paths)
-		key = strings.Join(paths, "\n")
 	}
 
 	cv.celMu.Lock()
 	defer cv.celMu.Unlock()
-	if v, ok := cv.cels[key]; ok {
-		return v
+	if cv.celValidator != nil && (reached == nil || containsAll(cv.celNodes, reached)) {
+		return cv.celValidator
 	}
 	s := cv.structural
 	if reached != nil {
-		s, _ = cv.keepRules(cv.structural, "", reached)
+		if cv.celNodes == nil {
+			cv.celNodes = map[string]bool{}
+		}
+		maps.Copy(cv.celNodes, reached)
+		s, _ = cv.keepRules(cv.structural, "", cv.celNodes)
 	}
-	v := cel.NewValidator(s, true, celconfig.PerCallLimit)
-	if cv.cels == nil {
-		cv.cels = map[string]*cel.Validator{}
+	cv.celValidator = cel.NewValidator(s, true, celconfig.PerCallLimit)
+	cv.celCompiles++
+	return cv.celValidator
+}
+
+// containsAll reports whether every key of sub is in set.
+func containsAll(set, sub map[string]bool) bool {
+	for k := range sub {
+		if !set[k] {
+			return false
+		}
 	}
-	cv.cels[key] = v
-	return v
+	return true
 }
 
 // Path steps of a schema node below its parent, in reachRules and

@@ -400,7 +400,7 @@ func BenchmarkCELCompile(b *testing.B) {
 		cv.load()
 		b.Run(gvk.Kind+"/reached", func(b *testing.B) {
 			for b.Loop() {
-				fresh := &crdVersion{structural: cv.structural, hasRules: true, oldSelf: cv.oldSelf}
+				fresh := &crdVersion{structural: cv.structural, hasRules: true, anyCreateRules: true, oldSelf: cv.oldSelf}
 				fresh.celFor(u.Object)
 			}
 		})
@@ -587,14 +587,7 @@ func TestCELReachedRulesMatchAllRules(t *testing.T) {
 			continue
 		}
 		cv.load()
-		raw, err := json.Marshal(obj.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var u map[string]any
-		if err := utiljson.Unmarshal(raw, &u); err != nil {
-			t.Fatal(err)
-		}
+		u := toUnstructured(t, obj.Object).Object // as the API server decodes it
 		structuralpruning.PruneWithOptions(u, cv.structural, true, structuralschema.UnknownFieldPathOptions{})
 		structuraldefaulting.Default(u, cv.structural)
 
@@ -626,28 +619,136 @@ func errorStrings(errs field.ErrorList) []string {
 }
 
 // A ResourceFlavor that leaves out tolerations and taints reaches one rule
-// node (spec); one with tolerations, two; the validators are cached by it.
-func TestCELCompiledPerReachedNodes(t *testing.T) {
-	cv := validator(t).byGVK[kueue.GroupVersion.WithKind("ResourceFlavor")]
+// node (spec); one with tolerations, two. celFor compiles one validator per
+// version, for the union of the nodes reached so far: again only when an
+// object reaches a node outside it.
+func TestCELCompiledForUnionOfReachedNodes(t *testing.T) {
+	cv := build().byGVK[kueue.GroupVersion.WithKind("ResourceFlavor")] // fresh: nothing compiled
 	cv.load()
 	labels := map[string]any{"spec": map[string]any{"nodeLabels": map[string]any{"a": "b"}}}
 	tolerating := map[string]any{"spec": map[string]any{"tolerations": []any{map[string]any{"operator": "Exists"}}}}
-	a, b, c := cv.celFor(labels), cv.celFor(labels), cv.celFor(tolerating)
-	if a == nil || a != b || a == c {
-		t.Errorf("validators %p %p %p: want one for nodeLabels (cached) and another with tolerations", a, b, c)
+	tainted := map[string]any{"spec": map[string]any{"nodeTaints": []any{map[string]any{"key": "k", "effect": "NoSchedule"}}}}
+	spec, tolerations, taints := stepProperty+"spec", stepProperty+"spec"+stepProperty+"tolerations", stepProperty+"spec"+stepProperty+"nodeTaints"
+	steps := []struct {
+		name      string
+		obj       map[string]any
+		compiles  int
+		nodes     []string
+		sameAsPrv bool
+	}{
+		{"nodeLabels", labels, 1, []string{spec}, false},
+		{"nodeLabels again", labels, 1, []string{spec}, true},
+		{"tolerations", tolerating, 2, []string{spec, tolerations}, false},
+		{"nodeLabels after tolerations", labels, 2, []string{spec, tolerations}, true},
+		{"nodeTaints", tainted, 3, []string{spec, taints, tolerations}, false},
+		{"tolerations after nodeTaints", tolerating, 3, []string{spec, taints, tolerations}, true},
+	}
+	var prev *cel.Validator
+	for _, s := range steps {
+		v := cv.celFor(s.obj)
+		if v == nil {
+			t.Fatalf("%s: no validator", s.name)
+		}
+		if got := slices.Sorted(maps.Keys(cv.celNodes)); cv.celCompiles != s.compiles || !slices.Equal(got, s.nodes) {
+			t.Errorf("%s: %d compiles for nodes %q, want %d for %q", s.name, cv.celCompiles, got, s.compiles, s.nodes)
+		}
+		if (v == prev) != s.sameAsPrv {
+			t.Errorf("%s: validator %p, the previous one %p: want the same %v", s.name, v, prev, s.sameAsPrv)
+		}
+		prev = v
 	}
 	reached := map[string]bool{}
 	cv.reachRules(cv.structural, tolerating, "", reached)
-	if len(reached) != 2 || !reached[stepProperty+"spec"] || !reached[stepProperty+"spec"+stepProperty+"tolerations"] {
+	if len(reached) != 2 || !reached[spec] || !reached[tolerations] {
 		t.Errorf("reached %q, want spec and spec.tolerations", slices.Collect(maps.Keys(reached)))
 	}
 	// A LocalQueue's one rule (clusterQueue is immutable) is a transition
 	// rule: nothing to compile for a create.
-	lq := validator(t).byGVK[kueue.GroupVersion.WithKind("LocalQueue")]
+	lq := build().byGVK[kueue.GroupVersion.WithKind("LocalQueue")]
 	lq.load()
-	if v := lq.celFor(map[string]any{"spec": map[string]any{"clusterQueue": "q"}}); v != nil {
-		t.Error("a CEL validator for a LocalQueue, whose only rule runs on update")
+	if v := lq.celFor(map[string]any{"spec": map[string]any{"clusterQueue": "q"}}); v != nil || lq.celCompiles != 0 {
+		t.Errorf("a CEL validator for a LocalQueue, whose only rule runs on update (%d compiles)", lq.celCompiles)
 	}
+}
+
+// Every CEL case and lab object, validated one after another by one
+// Validator (so most of them get a validator compiled for nodes other
+// objects reached, in both orders), gets exactly the errors a Validator of
+// its own, fresh, gives it: a union validator's extra rules never run.
+func TestCELUnionValidatorGivesEachObjectItsOwnErrors(t *testing.T) {
+	cases := celCases(t)
+	var names []string
+	for name, obj := range cases {
+		if validator(t).Has(obj.GroupVersionKind()) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	want := map[string][]string{}
+	celFailing := 0
+	for _, name := range names {
+		want[name] = validationErrors(build(), cases[name])
+		if strings.Contains(strings.Join(want[name], "\n"), "Invalid value") {
+			celFailing++
+		}
+	}
+	if celFailing < 7 {
+		t.Errorf("only %d cases break a CEL rule; the comparison proves little", celFailing)
+	}
+	backward := slices.Clone(names)
+	slices.Reverse(backward)
+	for _, order := range [][]string{names, backward} {
+		shared := build()
+		reused := 0
+		for _, name := range order {
+			obj := cases[name]
+			cv := shared.byGVK[obj.GroupVersionKind()]
+			before := cv.celCompiles
+			if got := validationErrors(shared, obj); !slices.Equal(got, want[name]) {
+				t.Errorf("%s after other objects: %q, alone %q", name, got, want[name])
+			}
+			ran := !slices.Contains(want[name], "(CEL skipped)")
+			if r := reachedBy(t, cv, obj); ran && len(r) > 0 && cv.celCompiles == before && !containsAll(r, cv.celNodes) {
+				reused++ // a validator with nodes obj does not reach
+			}
+		}
+		t.Logf("%d objects validated by a validator compiled for more nodes than they reach", reused)
+		if reused == 0 {
+			t.Errorf("no object got a validator compiled for more nodes than it reaches: the comparison proves nothing")
+		}
+	}
+}
+
+// validationErrors is v.Validate(obj) as sorted lines: each failing field
+// and whether the CEL rules were skipped, or the error's text.
+func validationErrors(v *Validator, obj *unstructured.Unstructured) []string {
+	err := v.Validate(obj)
+	var e *Error
+	if !errors.As(err, &e) {
+		if err != nil {
+			return []string{err.Error()}
+		}
+		return nil
+	}
+	var out []string
+	for _, f := range e.Fields {
+		out = append(out, f.Field+": "+f.Message)
+	}
+	slices.Sort(out)
+	if e.CELSkipped {
+		out = append(out, "(CEL skipped)")
+	}
+	return out
+}
+
+// reachedBy is the rule nodes obj reaches once pruned and defaulted.
+func reachedBy(t *testing.T, cv *crdVersion, obj *unstructured.Unstructured) map[string]bool {
+	t.Helper()
+	u := toUnstructured(t, obj.Object).Object
+	cv.prepare(u)
+	reached := map[string]bool{}
+	cv.reachRules(cv.structural, u, "", reached)
+	return reached
 }
 
 // A rule that refers to oldSelf runs on create when it is marked
