@@ -153,3 +153,69 @@ func TestWriteRefusesHandWrittenYAML(t *testing.T) {
 		t.Fatal("important.yaml changed")
 	}
 }
+
+// Write refuses a directory holding anything but rendered .yaml files —
+// a subdirectory, a generated file not named .yaml, a .yaml file shorter
+// than the header — naming it, and leaves the directory as it was.
+func TestWriteRefusesWhatRenderDidNotWrite(t *testing.T) {
+	for name, c := range map[string]struct {
+		make func(dir string) error
+		msg  string
+	}{
+		"subdirectory": {func(dir string) error { return os.Mkdir(filepath.Join(dir, "sub"), 0o755) },
+			"holds sub, which is not a rendered .yaml file"},
+		"not .yaml": {func(dir string) error { return os.WriteFile(filepath.Join(dir, "a.yml"), gen("x"), 0o644) },
+			"holds a.yml, which is not a rendered .yaml file"},
+		"short .yaml": {func(dir string) error { return os.WriteFile(filepath.Join(dir, "z.yaml"), []byte("# Code"), 0o644) },
+			"holds z.yaml, which gpupolicy did not generate"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "lab")
+			if err := Write(dir, oldRender); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.make(dir); err != nil {
+				t.Fatal(err)
+			}
+			err := Write(dir, newRender)
+			if err == nil || !strings.HasPrefix(err.Error(), "render: "+dir+" "+c.msg) || !strings.HasSuffix(err.Error(), "; refusing to replace the directory") {
+				t.Fatalf("Write = %v, want a refusal: %s", err, c.msg)
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "a.yaml")); err != nil || string(b) != string(oldRender["a.yaml"]) {
+				t.Errorf("a refused render changed a.yaml: %q, %v", b, err)
+			}
+			onlyDir(t, parent, "lab")
+		})
+	}
+}
+
+// A re-render keeps the files that did not change (the same inode, linked
+// from the previous render) and writes the others.
+func TestWriteKeepsUnchangedFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lab")
+	if err := Write(dir, newRender); err != nil {
+		t.Fatal(err)
+	}
+	stat := func(name string) os.FileInfo {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	a, b := stat("a.yaml"), stat("b.yaml")
+	next := map[string][]byte{"a.yaml": newRender["a.yaml"], "b.yaml": gen("new B")}
+	if err := Write(dir, next); err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(a, stat("a.yaml")) {
+		t.Error("the unchanged a.yaml was written again")
+	}
+	if os.SameFile(b, stat("b.yaml")) {
+		t.Error("the changed b.yaml kept its inode")
+	}
+	if got := readDir(t, dir); names(got) != "a.yaml,b.yaml" || got["b.yaml"] != "new B\n" || got["a.yaml"] != "new a\n" {
+		t.Errorf("after the re-render: %v", got)
+	}
+}

@@ -14,9 +14,9 @@
 package atomicfile
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -79,8 +79,21 @@ func writeSynced(f *os.File, data []byte, perm os.FileMode) error {
 // nothing else links to, is hard-linked into the new directory rather than
 // written again (linkUnchanged): a re-render of 2,000 files where few
 // changed creates few inodes. Its previous content is never written to, so
-// a failure still leaves dir as it was.
+// a failure still leaves dir as it was. Only a previous file of the new
+// one's size is read, once.
 func ReplaceDir(dir string, files map[string][]byte) error {
+	return ReplaceDirChecked(dir, files, 0, nil)
+}
+
+// ReplaceDirChecked is ReplaceDir that first asks check about every entry
+// dir holds, when it exists: the entry's name, its type (the fs.ModeType
+// bits: 0 for a regular file) and, for a regular file, its first headLen
+// bytes (fewer when the file is shorter, none when it cannot be read; valid
+// only during the call). An error from check refuses the replace: it is
+// returned as it is, before the new directory is made, and dir is
+// untouched. Each previous file is opened and read once, for check and for
+// linkUnchanged alike.
+func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check func(name string, typ fs.FileMode, head []byte) error) error {
 	if dir == "" {
 		return errors.New("no directory")
 	}
@@ -102,6 +115,19 @@ func ReplaceDir(dir string, files map[string][]byte) error {
 	case exists && !info.IsDir():
 		return fmt.Errorf("%s exists and is not a directory", dir)
 	}
+	// The previous files worth linking, each read once (and checked)
+	// before anything is written.
+	var prev *dirHandle
+	var unchanged map[string]fileID
+	if exists {
+		if prev, err = openDir(dir); err != nil {
+			return err
+		}
+		defer prev.Close()
+		if unchanged, err = scanPrevious(prev, files, headLen, check); err != nil {
+			return err
+		}
+	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
@@ -121,21 +147,21 @@ func ReplaceDir(dir string, files map[string][]byte) error {
 	}
 	// Opened before the first file is written, so that the sync reports a
 	// write-back error of any of them (syncfs reports the errors since the
-	// descriptor was opened).
-	d, err := os.Open(tmp)
+	// descriptor was opened); the files are made relative to it.
+	d, err := openDir(tmp)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	for _, name := range names {
-		if exists && linkUnchanged(filepath.Join(dir, name), filepath.Join(tmp, name), files[name]) {
+		if id, ok := unchanged[name]; ok && linkUnchanged(prev, d, name, id) {
 			continue
 		}
-		if err := writeFile(filepath.Join(tmp, name), files[name]); err != nil {
+		if err := writeFile(d, name, files[name]); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
-	if err := syncWritten(d, names); err != nil {
+	if err := syncWritten(d.File, names); err != nil {
 		return fmt.Errorf("syncing %s: %w", tmp, err)
 	}
 	if exists {
@@ -153,6 +179,43 @@ func ReplaceDir(dir string, files map[string][]byte) error {
 		return fmt.Errorf("wrote %s, but could not remove the previous content in %s: %w", dir, tmp, err)
 	}
 	return nil
+}
+
+// scanPrevious reads the directory prev that is being replaced, once: it
+// asks check (when not nil) about every entry, and returns the files that
+// hold exactly what files gives them, in a file of mode 0644 with no other
+// link, for linkUnchanged. A regular file is opened only when check needs
+// its head or files has its name, and read in full only when it has the
+// new file's size.
+func scanPrevious(prev *dirHandle, files map[string][]byte, headLen int, check func(string, fs.FileMode, []byte) error) (map[string]fileID, error) {
+	entries, err := prev.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	if check == nil {
+		headLen = 0
+	}
+	unchanged := map[string]fileID{}
+	var buf []byte // reused: the largest file read so far
+	for _, e := range entries {
+		name, typ := e.Name(), e.Type()
+		want, inNew := files[name]
+		var head []byte
+		if typ.IsRegular() && (inNew || check != nil) {
+			var id fileID
+			var same bool
+			head, id, same, buf = prev.readPrevious(name, want, inNew, headLen, buf)
+			if same {
+				unchanged[name] = id
+			}
+		}
+		if check != nil {
+			if err := check(name, typ, head); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return unchanged, nil
 }
 
 // tempPrefix is the os.CreateTemp / os.MkdirTemp pattern of path's
@@ -206,49 +269,21 @@ var (
 	exchangeDirs = exchange
 )
 
-// writeNew creates the file at path (mode 0644, whatever the umask) with b,
-// unsynced: ReplaceDir syncs the whole directory once (syncWritten).
-func writeNew(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
+// writeNew creates the file name in directory d (mode 0644, whatever the
+// umask) with b, unsynced: ReplaceDir syncs the whole directory once
+// (syncWritten).
+func writeNew(d *dirHandle, name string, b []byte) error { return d.create(name, b) }
 
-// linkUnchanged hard-links the file at old to new when old is a regular
-// file of mode 0644 holding exactly data, with no other link (a hard link
-// elsewhere, say a backup made with cp -l, would otherwise share the new
-// render's file and could change it). It reports whether new now holds
-// data; on false, new does not exist. Any failure (no hard links on this
-// file system, not the owner under fs.protected_hardlinks) is a false: the
-// caller writes the file instead.
-func linkUnchanged(old, new string, data []byte) bool {
-	fi, err := os.Lstat(old)
-	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 || fi.Size() != int64(len(data)) || links(fi) != 1 {
-		return false
-	}
-	b, err := os.ReadFile(old)
-	if err != nil || !bytes.Equal(b, data) {
-		return false
-	}
-	if err := os.Link(old, new); err != nil {
-		return false
-	}
-	// The inode read is the one linked (old was not replaced meanwhile).
-	if ni, err := os.Lstat(new); err != nil || !os.SameFile(fi, ni) {
-		os.Remove(new)
-		return false
-	}
-	return true
+// linkUnchanged hard-links the file name of directory prev, which
+// scanPrevious found holding exactly the new content (a regular file of
+// mode 0644 with no other link: a hard link elsewhere, say a backup made
+// with cp -l, would otherwise share the new render's file and could change
+// it), into directory next, when it is still the file id that was read. It
+// reports whether next now holds it; on false, next has no file name. Any
+// failure (no hard links on this file system, not the owner under
+// fs.protected_hardlinks) is a false: the caller writes the file instead.
+func linkUnchanged(prev, next *dirHandle, name string, id fileID) bool {
+	return next.link(prev, name, id)
 }
 
 // fsyncFiles makes the files names in directory d, and d's entries,

@@ -107,12 +107,12 @@ func TestReplaceDirFailureLeavesPrevious(t *testing.T) {
 	cases := map[string]func(){
 		"third file fails": func() {
 			n := 0
-			writeFile = func(path string, b []byte) error {
+			writeFile = func(d *dirHandle, name string, b []byte) error {
 				n++
 				if n == 3 {
 					return boom
 				}
-				return writeNew(path, b)
+				return writeNew(d, name, b)
 			}
 		},
 		"the sync fails": func() {
@@ -482,6 +482,105 @@ func TestReplaceDirLinkedThenFailed(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "a.yaml")); err != nil || links(fi) != 1 {
 		t.Errorf("a.yaml: %v links, %v", links(fi), err)
+	}
+	only(t, parent, "lab")
+}
+
+// A previous file of the new file's size but other content is replaced,
+// not linked; one of the same content is linked; the new directory holds
+// the new content either way.
+func TestReplaceDirSameSizeOtherContent(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "lab")
+	if err := ReplaceDir(dir, map[string][]byte{"a.yaml": []byte("kind: A\n"), "b.yaml": []byte("kind: B\n")}); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]os.FileInfo{}
+	for _, n := range []string{"a.yaml", "b.yaml"} {
+		fi, err := os.Stat(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[n] = fi
+	}
+	// b.yaml: the same size, one byte different (the last).
+	next := map[string][]byte{"a.yaml": []byte("kind: A\n"), "b.yaml": []byte("kind: C\n")}
+	if err := ReplaceDir(dir, next); err != nil {
+		t.Fatal(err)
+	}
+	if got := readDir(t, dir); got["a.yaml"] != "kind: A\n" || got["b.yaml"] != "kind: C\n" || len(got) != 2 {
+		t.Errorf("after the replace: %v", got)
+	}
+	for n, linked := range map[string]bool{"a.yaml": true, "b.yaml": false} {
+		fi, err := os.Stat(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if os.SameFile(before[n], fi) != linked {
+			t.Errorf("%s: same file as before %v, want %v", n, !linked, linked)
+		}
+	}
+	only(t, parent, "lab")
+}
+
+type seen struct {
+	typ  os.FileMode
+	head string
+}
+
+// ReplaceDirChecked shows check every entry of the previous directory, a
+// regular file with its first headLen bytes, before anything is written;
+// a refusal is returned as it is and leaves the directory, and everything
+// beside it, as it was.
+func TestReplaceDirChecked(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "lab")
+	prev := map[string][]byte{"a.yaml": []byte("# generated\nkind: A\n"), "short.yaml": []byte("# gen"), "notes.txt": []byte("mine")}
+	if err := ReplaceDir(dir, prev); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A killed earlier write's leftover: a refusal does not get as far as
+	// removing it.
+	if err := os.WriteFile(filepath.Join(parent, ".lab.tmp-7"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused")
+	got := map[string]seen{}
+	check := func(name string, typ os.FileMode, head []byte) error {
+		got[name] = seen{typ, string(head)}
+		if name == "notes.txt" {
+			return refused
+		}
+		return nil
+	}
+	// With notes.txt refused, check may stop there; ask again without the
+	// refusal to see every entry.
+	err := ReplaceDirChecked(dir, newDir, len("# generated"), check)
+	if !errors.Is(err, refused) || err != refused {
+		t.Fatalf("ReplaceDirChecked = %v, want the check's own error", err)
+	}
+	only(t, dir, "a.yaml", "notes.txt", "short.yaml", "sub")
+	if b, err := os.ReadFile(filepath.Join(dir, "a.yaml")); err != nil || string(b) != string(prev["a.yaml"]) {
+		t.Errorf("a refused replace changed a.yaml: %q, %v", b, err)
+	}
+	only(t, parent, ".lab.tmp-7", "lab")
+
+	got = map[string]seen{}
+	if err := os.Remove(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReplaceDirChecked(dir, newDir, len("# generated"), check); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]seen{"a.yaml": {0, "# generated"}, "short.yaml": {0, "# gen"}, "sub": {os.ModeDir, ""}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("check saw %v, want %v", got, want)
+	}
+	if got := readDir(t, dir); names(got) != "a.yaml,b.yaml,c.yaml" || got["a.yaml"] != "new a" {
+		t.Errorf("after the replace: %v", got)
 	}
 	only(t, parent, "lab")
 }
