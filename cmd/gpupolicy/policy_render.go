@@ -67,6 +67,9 @@ Exit 0 when written, 2 on a problem in the policy or its render.`,
 			if err != nil {
 				return err
 			}
+			// Only a problem in the render asks for a position from here
+			// (the policy is evaluated again for it).
+			p.ReleaseSource()
 			res, err := render.Render(p)
 			if err != nil {
 				return err

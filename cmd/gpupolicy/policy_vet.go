@@ -61,13 +61,19 @@ summary, and in -o json's findings), 2 on any problem.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := policyDirArg(args)
 			p, err := policy.Load(dir)
+			var warnings finding.List
 			if err == nil {
+				warnings = p.Warnings()
+				// From here on only a problem asks for a position (the
+				// policy is evaluated again for it): the evaluated CUE
+				// need not be marked by every collection of the checks.
+				p.ReleaseSource()
 				// What render would refuse (a name clash, a CRD), vet
 				// refuses first: a policy that vets renders.
 				var ds finding.List
 				if ds, err = render.Check(p); err == nil && len(ds) > 0 {
 					// Its warnings beside (Load adds them to its own).
-					ds = append(ds, p.Warnings()...)
+					ds = append(ds, warnings...)
 					ds.SortByPos()
 					err = ds
 				}
@@ -82,8 +88,8 @@ summary, and in -o json's findings), 2 on any problem.`,
 			default:
 				// Warnings (card-any-flavor) leave the policy valid.
 				r.Policy, r.Valid, r.p = p.Name, true, p
-				if ws := p.Warnings(); len(ws) > 0 {
-					r.Findings = ws
+				if len(warnings) > 0 {
+					r.Findings = warnings
 				}
 			}
 			if output.IsCI(o.Format()) {

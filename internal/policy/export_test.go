@@ -31,7 +31,7 @@ func EvalChecked(files map[string][]byte) bool {
 // "" when they do not.
 func SameLoad(a, b *Policy) string {
 	ma, mb := *a, *b
-	ma.src, mb.src = source{}, source{}
+	ma.src, mb.src = nil, nil
 	// GPUMemoryForms is gathered from maps, in no order (UnitsMixed sorts).
 	byPath := func(x, y QuantityForm) int { return strings.Compare(PathString(x.Path...), PathString(y.Path...)) }
 	ma.GPUMemoryForms = slices.SortedFunc(slices.Values(ma.GPUMemoryForms), byPath)
@@ -73,5 +73,5 @@ func SameLoad(a, b *Policy) string {
 		}
 		return ""
 	}
-	return walk(a.src.v, nil)
+	return walk(a.src.value(), nil)
 }

@@ -39,3 +39,41 @@ func TestFieldBesideTheEmbedding(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseSource: after ReleaseSource a policy gives every position it
+// gave before (the policy evaluated again on the first Pos), and so does a
+// copy made before the release (copies share the source); the checked
+// path's policy keeps its value.
+func TestReleaseSource(t *testing.T) {
+	paths := [][]string{
+		{"templates"}, {"templates", "gpu-step", "queue"}, {"queues", "gpu-general", "cohort"},
+		{"cards", "rtx-5060-ti", "shares"}, {"services"}, {"no-such-field"}, {"queues", "gpu-general", "nope", "deeper"},
+	}
+	p, err := policy.Load("../../policies/lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := make([]string, len(paths))
+	for i, path := range paths {
+		before[i] = p.Pos(path...)
+		if before[i] == "" {
+			t.Fatalf("no position for %v", path)
+		}
+	}
+	if before[1] == before[0] || !strings.HasPrefix(before[1], "../../policies/lab/") {
+		t.Fatalf("templates.gpu-step.queue at %s, templates at %s", before[1], before[0])
+	}
+	cp := *p
+	p.ReleaseSource()
+	for i, path := range paths {
+		if got := p.Pos(path...); got != before[i] {
+			t.Errorf("after release, %v at %s, want %s", path, got, before[i])
+		}
+		if got := cp.Pos(path...); got != before[i] {
+			t.Errorf("a copy, after release, %v at %s, want %s", path, got, before[i])
+		}
+	}
+	if d := policy.SameLoad(p, &cp); d != "" {
+		t.Error(d)
+	}
+}

@@ -96,7 +96,8 @@ type Policy struct {
 	// (plain integer or Mi suffix), for the units-mixed rule.
 	GPUMemoryForms []QuantityForm
 
-	src source
+	// src is where Pos reads positions, shared with the policy's copies.
+	src *source
 }
 
 // Card is one GPU model, rendered as a Kueue ResourceFlavor of the same name.
