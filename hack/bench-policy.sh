@@ -42,28 +42,37 @@ cp "$cue" out/bench/cue.measured && cue=out/bench/cue.measured
 cp "$gp" out/bench/gpupolicy.measured && gp=out/bench/gpupolicy.measured
 
 # measure CMD...: prints "cpu_seconds max_rss_mib" of the run with the
-# least CPU time of RUNS (exit 0 or 1 accepted).
+# least CPU time of RUNS (exit 0 or 1 accepted). PREP, when set, is run
+# (untimed) before each run.
 measure() {
 	local f i
 	f=$(mktemp)
 	for ((i = 0; i < ${RUNS:-1}; i++)); do
+		[[ -z ${PREP:-} ]] || eval "$PREP"
 		/usr/bin/time -f '%U %S %M' -o "$f" "$@" >/dev/null 2>&1 || { rc=$?; [[ $rc -le 1 ]] || { echo "failed ($rc): $*" >&2; cat "$f" >&2; exit 1; }; }
 		tail -n 1 "$f" | awk '{printf "%.2f %.0f\n", $1 + $2, $3 / 1024}'
 	done | sort -n | head -n 1
 	rm -f "$f"
 }
 
-printf '%-7s %-16s %-16s %-22s %-22s %-22s\n' queues "cue export" "" "gpupolicy vet" "gpupolicy render" "gpupolicy explain"
-printf '%-7s %-16s %-16s %-22s %-22s %-22s\n' "" "cpu s / MiB" "" "cpu s (×cue) / MiB" "cpu s (×cue) / MiB" "cpu s (×cue) / MiB"
+# render is measured twice into the folder of its previous render: as it
+# is (a re-render that changes nothing writes nothing), and with one file
+# of it changed before each run (a re-render after a policy change: every
+# file checked, the unchanged ones linked, the folder swapped).
+printf '%-7s %-16s %-22s %-22s %-22s %-22s\n' queues "cue export" "gpupolicy vet" "render, unchanged" "render, one changed" "gpupolicy explain"
+printf '%-7s %-16s %-22s %-22s %-22s %-22s\n' "" "cpu s / MiB" "cpu s (×cue) / MiB" "cpu s (×cue) / MiB" "cpu s (×cue) / MiB" "cpu s (×cue) / MiB"
 for q in "${sizes[@]}"; do
 	dir=out/bench/q$q
 	go run ./hack/genpolicy -queues "$q" -cohorts $((q / 10 > 0 ? q / 10 : 1)) -cards $((q / 10 > 0 ? q / 10 : 1)) \
 		-ondemand $((q / 5)) -alwayson $((q / 5)) -templates $((q / 10 > 0 ? q / 10 : 1)) -out "$dir"
 	read -r c cm < <(measure "$cue" export "./$dir")
 	read -r v vm < <(measure "$gp" vet "$dir")
-	read -r r rm < <(measure "$gp" render "$dir" --out "out/bench/render-q$q")
+	out=out/bench/render-q$q
+	"$gp" render "$dir" --out "$out" >/dev/null
+	read -r r rm < <(measure "$gp" render "$dir" --out "$out")
+	read -r rc rcm < <(PREP="printf '# changed\n' >>'$out/kustomization.yaml'" measure "$gp" render "$dir" --out "$out")
 	read -r e em < <(measure "$gp" explain "$dir" -o json)
 	ratio() { awk -v a="$1" -v b="$c" 'BEGIN { if (b > 0) printf "%.1f", a / b; else print "-" }'; }
-	printf '%-7s %-16s %-16s %-22s %-22s %-22s\n' "$q" "$c / $cm" "" \
-		"$v ($(ratio "$v")×) / $vm" "$r ($(ratio "$r")×) / $rm" "$e ($(ratio "$e")×) / $em"
+	printf '%-7s %-16s %-22s %-22s %-22s %-22s\n' "$q" "$c / $cm" \
+		"$v ($(ratio "$v")×) / $vm" "$r ($(ratio "$r")×) / $rm" "$rc ($(ratio "$rc")×) / $rcm" "$e ($(ratio "$e")×) / $em"
 done

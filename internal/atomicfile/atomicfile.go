@@ -80,7 +80,9 @@ func writeSynced(f *os.File, data []byte, perm os.FileMode) error {
 // written again (linkUnchanged): a re-render of 2,000 files where few
 // changed creates few inodes. Its previous content is never written to, so
 // a failure still leaves dir as it was. Only a previous file of the new
-// one's size is read, once.
+// one's size is read, once. A dir that already holds exactly files, so
+// linked, and nothing else, in mode 0755, is left as it is, only synced:
+// a re-render that changed nothing writes nothing.
 func ReplaceDir(dir string, files map[string][]byte) error {
 	return ReplaceDirChecked(dir, files, 0, nil)
 }
@@ -119,12 +121,13 @@ func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check f
 	// before anything is written.
 	var prev *dirHandle
 	var unchanged map[string]fileID
+	var entries int
 	if exists {
 		if prev, err = openDir(dir); err != nil {
 			return err
 		}
 		defer prev.Close()
-		if unchanged, err = scanPrevious(prev, files, headLen, check); err != nil {
+		if unchanged, entries, err = scanPrevious(prev, files, headLen, check); err != nil {
 			return err
 		}
 	}
@@ -134,6 +137,16 @@ func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check f
 	}
 	if err := RemoveStale(dir); err != nil {
 		return err
+	}
+	if exists && info.Mode().Perm() == 0o755 && entries == len(names) && len(unchanged) == len(names) {
+		// dir already holds exactly files, each of mode 0644 with no
+		// other link, and nothing else: nothing to replace (a re-render
+		// that changed nothing writes nothing). Synced as a replace would
+		// be, in case what wrote it was not.
+		if err := syncWritten(prev.File, names); err != nil {
+			return fmt.Errorf("syncing %s: %w", dir, err)
+		}
+		return nil
 	}
 	tmp, err := os.MkdirTemp(parent, tempPrefix(dir))
 	if err != nil {
@@ -184,13 +197,13 @@ func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check f
 // scanPrevious reads the directory prev that is being replaced, once: it
 // asks check (when not nil) about every entry, and returns the files that
 // hold exactly what files gives them, in a file of mode 0644 with no other
-// link, for linkUnchanged. A regular file is opened only when check needs
-// its head or files has its name, and read in full only when it has the
-// new file's size.
-func scanPrevious(prev *dirHandle, files map[string][]byte, headLen int, check func(string, fs.FileMode, []byte) error) (map[string]fileID, error) {
+// link, for linkUnchanged, and how many entries prev holds. A regular file
+// is opened only when check needs its head or files has its name, and read
+// in full only when it has the new file's size.
+func scanPrevious(prev *dirHandle, files map[string][]byte, headLen int, check func(string, fs.FileMode, []byte) error) (map[string]fileID, int, error) {
 	entries, err := prev.ReadDir(-1)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if check == nil {
 		headLen = 0
@@ -211,11 +224,11 @@ func scanPrevious(prev *dirHandle, files map[string][]byte, headLen int, check f
 		}
 		if check != nil {
 			if err := check(name, typ, head); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 	}
-	return unchanged, nil
+	return unchanged, len(entries), nil
 }
 
 // tempPrefix is the os.CreateTemp / os.MkdirTemp pattern of path's

@@ -459,6 +459,75 @@ func TestReplaceDirLinksUnchanged(t *testing.T) {
 	only(t, parent, "backup.yaml", "lab")
 }
 
+// A directory that already holds exactly the files is left as it is (the
+// directory and every file the same inode), but still synced; anything
+// else about it (a changed, added, missing or extra file, a file's mode,
+// another link, the directory's mode) replaces it.
+func TestReplaceDirUnchangedWritesNothing(t *testing.T) {
+	defer restoreHooks()
+	files := map[string][]byte{"a.yaml": []byte("a"), "b.yaml": []byte("bb")}
+	for name, change := range map[string]func(t *testing.T, dir string, next map[string][]byte){
+		"nothing":         nil,
+		"a changed file":  func(t *testing.T, dir string, next map[string][]byte) { next["a.yaml"] = []byte("A") },
+		"an added file":   func(t *testing.T, dir string, next map[string][]byte) { next["c.yaml"] = []byte("c") },
+		"a missing file":  func(t *testing.T, dir string, next map[string][]byte) { delete(next, "b.yaml") },
+		"an extra entry":  func(t *testing.T, dir string, next map[string][]byte) { os.Mkdir(filepath.Join(dir, "sub"), 0o755) },
+		"a file's mode":   func(t *testing.T, dir string, next map[string][]byte) { os.Chmod(filepath.Join(dir, "a.yaml"), 0o600) },
+		"another link":    func(t *testing.T, dir string, next map[string][]byte) { os.Link(filepath.Join(dir, "a.yaml"), dir+".backup") },
+		"the folder mode": func(t *testing.T, dir string, next map[string][]byte) { os.Chmod(dir, 0o700) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "lab")
+			if err := ReplaceDir(dir, files); err != nil {
+				t.Fatal(err)
+			}
+			next := map[string][]byte{}
+			for n, b := range files {
+				next[n] = b
+			}
+			if change != nil {
+				change(t, dir, next)
+			}
+			before, err := os.Lstat(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			syncs := 0
+			syncWritten = func(d *os.File, names []string) error { syncs++; return syncDirFiles(d, names) }
+			defer restoreHooks()
+			if err := ReplaceDir(dir, next); err != nil {
+				t.Fatal(err)
+			}
+			after, err := os.Lstat(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept := os.SameFile(before, after); kept != (change == nil) {
+				t.Errorf("the folder kept: %v, want %v", kept, change == nil)
+			}
+			if syncs != 1 {
+				t.Errorf("%d syncs, want 1", syncs)
+			}
+			got := readDir(t, dir)
+			if len(got) != len(next) {
+				t.Errorf("holds %s", names(got))
+			}
+			for n, want := range next {
+				if got[n] != string(want) {
+					t.Errorf("%s holds %q, want %q", n, got[n], want)
+				}
+				if fi, err := os.Stat(filepath.Join(dir, n)); err != nil || fi.Mode().Perm() != 0o644 {
+					t.Errorf("%s: %v %v", n, fi, err)
+				}
+			}
+			if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o755 {
+				t.Errorf("the folder: %v %v", fi, err)
+			}
+		})
+	}
+}
+
 // A failed replace that had linked files leaves them as they were: the
 // previous content, one link each.
 func TestReplaceDirLinkedThenFailed(t *testing.T) {
