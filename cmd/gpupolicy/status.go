@@ -15,7 +15,7 @@ import (
 	"github.com/gpupolicy/gpupolicy/internal/environment"
 	"github.com/gpupolicy/gpupolicy/internal/output"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
-	"github.com/gpupolicy/gpupolicy/status"
+	"github.com/gpupolicy/gpupolicy/internal/status"
 	"github.com/gpupolicy/gpupolicy/verify"
 )
 

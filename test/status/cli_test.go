@@ -25,7 +25,7 @@ import (
 	"github.com/gpupolicy/gpupolicy/internal/cluster"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
 	"github.com/gpupolicy/gpupolicy/render/contract"
-	"github.com/gpupolicy/gpupolicy/status"
+	"github.com/gpupolicy/gpupolicy/internal/status"
 	"github.com/gpupolicy/gpupolicy/test/clustertest"
 )
 

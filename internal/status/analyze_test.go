@@ -27,7 +27,7 @@ const semKey = "experiments/ConfigMap/gpu-semaphore/"
 
 func labPolicy(t *testing.T) *policy.Policy {
 	t.Helper()
-	p, err := policy.Load("../policies/lab")
+	p, err := policy.Load("../../policies/lab")
 	if err != nil {
 		t.Fatal(err)
 	}
