@@ -194,16 +194,22 @@ func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	trimEncoded(m)
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// trimEncoded removes from an encoded object what render never writes: the
+// status, an empty spec (a Namespace's) and creationTimestamp: null.
+func trimEncoded(m map[string]any) {
 	delete(m, "status")
 	if spec, ok := m["spec"].(map[string]any); ok && len(spec) == 0 {
-		delete(m, "spec") // a Namespace's empty spec
+		delete(m, "spec")
 	}
 	if md, ok := m["metadata"].(map[string]any); ok {
 		if ts, ok := md["creationTimestamp"]; ok && ts == nil {
 			delete(md, "creationTimestamp")
 		}
 	}
-	return &unstructured.Unstructured{Object: m}, nil
 }
 
 // jsonRoundTrip is obj encoded with encoding/json and decoded as the API
