@@ -114,6 +114,9 @@ func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check f
 	switch {
 	case err != nil && !os.IsNotExist(err):
 		return err
+	case exists && info.Mode()&fs.ModeSymlink != 0:
+		// Replacing it would put a directory in the link's place.
+		return fmt.Errorf("%s is a symbolic link: give the directory itself", dir)
 	case exists && !info.IsDir():
 		return fmt.Errorf("%s exists and is not a directory", dir)
 	}
@@ -188,10 +191,30 @@ func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check f
 	if err := syncDir(parent); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(tmp); err != nil {
+	if err := removeTree(tmp); err != nil {
 		return fmt.Errorf("wrote %s, but could not remove the previous content in %s: %w", dir, tmp, err)
 	}
 	return nil
+}
+
+// removeTree is os.RemoveAll of a tree this package replaced or left, which
+// it may find read-only (a user's chmod 555 of the render folder it swapped
+// out): on a permission error it makes every directory of the tree
+// writable by its owner, as rm -rf's user would, and removes it again.
+func removeTree(path string) error {
+	err := os.RemoveAll(path)
+	if err == nil || !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			if info, ierr := d.Info(); ierr == nil {
+				os.Chmod(p, info.Mode().Perm()|0o700) // best effort: RemoveAll says what is left
+			}
+		}
+		return nil
+	})
+	return os.RemoveAll(path)
 }
 
 // scanPrevious reads the directory prev that is being replaced, once: it
@@ -260,7 +283,7 @@ func RemoveStale(path string) error {
 		if !tmpRE.MatchString(n) && !(statErr == nil && oldRE.MatchString(n)) {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(parent, n)); err != nil {
+		if err := removeTree(filepath.Join(parent, n)); err != nil {
 			return fmt.Errorf("removing %s, left by an interrupted write: %w", filepath.Join(parent, n), err)
 		}
 	}
