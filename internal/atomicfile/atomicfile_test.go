@@ -467,13 +467,15 @@ func TestReplaceDirUnchangedWritesNothing(t *testing.T) {
 	defer restoreHooks()
 	files := map[string][]byte{"a.yaml": []byte("a"), "b.yaml": []byte("bb")}
 	for name, change := range map[string]func(t *testing.T, dir string, next map[string][]byte){
-		"nothing":         nil,
-		"a changed file":  func(t *testing.T, dir string, next map[string][]byte) { next["a.yaml"] = []byte("A") },
-		"an added file":   func(t *testing.T, dir string, next map[string][]byte) { next["c.yaml"] = []byte("c") },
-		"a missing file":  func(t *testing.T, dir string, next map[string][]byte) { delete(next, "b.yaml") },
-		"an extra entry":  func(t *testing.T, dir string, next map[string][]byte) { os.Mkdir(filepath.Join(dir, "sub"), 0o755) },
-		"a file's mode":   func(t *testing.T, dir string, next map[string][]byte) { os.Chmod(filepath.Join(dir, "a.yaml"), 0o600) },
-		"another link":    func(t *testing.T, dir string, next map[string][]byte) { os.Link(filepath.Join(dir, "a.yaml"), dir+".backup") },
+		"nothing":        nil,
+		"a changed file": func(t *testing.T, dir string, next map[string][]byte) { next["a.yaml"] = []byte("A") },
+		"an added file":  func(t *testing.T, dir string, next map[string][]byte) { next["c.yaml"] = []byte("c") },
+		"a missing file": func(t *testing.T, dir string, next map[string][]byte) { delete(next, "b.yaml") },
+		"an extra entry": func(t *testing.T, dir string, next map[string][]byte) { os.Mkdir(filepath.Join(dir, "sub"), 0o755) },
+		"a file's mode":  func(t *testing.T, dir string, next map[string][]byte) { os.Chmod(filepath.Join(dir, "a.yaml"), 0o600) },
+		"another link": func(t *testing.T, dir string, next map[string][]byte) {
+			os.Link(filepath.Join(dir, "a.yaml"), dir+".backup")
+		},
 		"the folder mode": func(t *testing.T, dir string, next map[string][]byte) { os.Chmod(dir, 0o700) },
 	} {
 		t.Run(name, func(t *testing.T) {
