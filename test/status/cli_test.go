@@ -24,8 +24,8 @@ import (
 
 	"github.com/gpupolicy/gpupolicy/internal/cluster"
 	"github.com/gpupolicy/gpupolicy/internal/policy"
-	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/internal/status"
+	"github.com/gpupolicy/gpupolicy/render/contract"
 	"github.com/gpupolicy/gpupolicy/test/clustertest"
 )
 
