@@ -77,3 +77,29 @@ func TestReleaseSource(t *testing.T) {
 		t.Error(d)
 	}
 }
+
+// TestNodeLabelsKubernetesRefuses: a card's nodeLabels key or value that
+// Kueue's ResourceFlavor webhook refuses (metav1 validation.ValidateLabels)
+// is refused by vet at the label, with rule node-labels; the lab's own
+// label (a prefixed key, a value of letters, digits and dashes) passes.
+func TestNodeLabelsKubernetesRefuses(t *testing.T) {
+	const good = `nodeLabels: "nvidia.com/gpu.product": "NVIDIA-GeForce-RTX-5060-Ti-SHARED"`
+	lab := labFiles(t)
+	if !bytes.Contains(lab["policy.cue"], []byte(good)) {
+		t.Fatal("the lab's policy.cue no longer has its nodeLabels line")
+	}
+	for bad, want := range map[string]string{
+		`nodeLabels: "bad key!!": "x"`:                            `lab/policy.cue:21:27: node-labels: card "rtx-5060-ti": nodeLabels "bad key!!": Invalid value: "bad key!!": name part must consist of alphanumeric characters`,
+		`nodeLabels: "nvidia.com/gpu.product": "RTX 5060 Ti / x"`: `lab/policy.cue:21:40: node-labels: card "rtx-5060-ti": nodeLabels "nvidia.com/gpu.product": Invalid value: "RTX 5060 Ti / x": a valid label must be an empty string or consist of alphanumeric characters`,
+	} {
+		files := map[string][]byte{}
+		for n, b := range lab {
+			files[n] = b
+		}
+		files["policy.cue"] = bytes.Replace(lab["policy.cue"], []byte(good), []byte(bad), 1)
+		_, err := policy.LoadFiles(files, func(n string) string { return "lab/" + n })
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v\nwant %s", bad, err, want)
+		}
+	}
+}

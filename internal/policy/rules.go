@@ -2,9 +2,13 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
+
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gpupolicy/gpupolicy/internal/finding"
 )
@@ -51,6 +55,8 @@ var (
 		"the nominal share quotas of the queues and Cohorts on a card add up to no more than the card's shares: a quota the card cannot back admits jobs that never schedule")
 	RuleNodeSelector = vetRule("node-selector",
 		"a card's node selector is a Kubernetes label selector that requires the card's nodeLabels: Kueue places the card's jobs only on nodes carrying them, and reconcile makes exactly the selected nodes ready")
+	RuleNodeLabels = vetRule("node-labels",
+		"a card's nodeLabels are label keys and values Kubernetes accepts: Kueue's ResourceFlavor webhook refuses any other (ValidateResourceFlavor, metav1 validation.ValidateLabels), so reconcile could not apply the card")
 	RuleCardWithoutNodes = vetRule("card-without-nodes",
 		"a card a queue gives quota for needs nodes (nodeLabels or nodes.selector): without them no node is made ready and every job Kueue admits on it stays Pending")
 	RuleBorrowWithoutReclaim = vetRule("borrow-without-reclaim",
@@ -494,6 +500,13 @@ func (c *checker) nodes() {
 	}
 	for _, n := range p.CardNames() {
 		card := p.Cards[n]
+		for _, k := range slices.Sorted(maps.Keys(card.NodeLabels)) {
+			// One label at a time, as the webhook checks each: each
+			// finding at its own key, in a fixed order.
+			for _, e := range metav1validation.ValidateLabels(map[string]string{k: card.NodeLabels[k]}, field.NewPath("nodeLabels")) {
+				c.add(RuleNodeLabels, []string{"cards", n, "nodeLabels", k}, "card %q: nodeLabels %q: %s", n, k, e.ErrorBody())
+			}
+		}
 		if card.NodeSelector != "" {
 			path := []string{"cards", n, "nodes", "selector"}
 			sel, err := card.Nodes()
