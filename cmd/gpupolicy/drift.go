@@ -38,7 +38,10 @@ environment's overlay.
 With --live it also reads the environment's cluster (read-only: get, list
 and watch are all it needs) and compares it with the render at the pin:
 objects missing from the cluster, objects gpupolicy owns that the pin does
-not render, and fields changed by hand. Only the fields the render sets are
+not render (of every kind render writes, even one the pin has none of; a
+kind the reader may not list is named on stderr; an extra Namespace is
+reported too, though reconcile never prunes one), and fields changed by
+hand. Only the fields the render sets are
 compared, so what the API server defaults or sets (uid, managedFields,
 status, a ClusterQueue's flavorFungibility) is never reported, and
 quantities compare by value (1Gi equals 1024Mi). It then checks every Kueue

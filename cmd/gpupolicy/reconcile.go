@@ -32,8 +32,9 @@ commit in environments/ENV/environment.yaml), read straight from git objects:
 
   - server-side apply of every object, with field manager "gpupolicy",
     taking over fields someone set by hand;
-  - in order: Namespaces, then cluster-scoped objects (ResourceFlavors and
-    WorkloadPriorityClasses before the ClusterQueues that name them), then
+  - in order: Namespaces, then cluster-scoped objects (ResourceFlavors,
+    WorkloadPriorityClasses and Cohorts before the ClusterQueues that name
+    them, each ValidatingAdmissionPolicy before its binding), then
     namespaced ones (LimitRanges and ConfigMaps before LocalQueues and
     WorkflowTemplates). Kueue's and Argo's CRDs must be installed; a missing
     one stops the run before anything is applied;

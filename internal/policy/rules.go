@@ -254,9 +254,12 @@ func (c *checker) quotas() {
 						"queue %q sets a %s lendingLimit but has no cohort to lend to", n, k)
 				}
 				if quota.LendingLimit != nil && *quota.LendingLimit > quota.Nominal {
+					lends := FormatAmount(k, *quota.LendingLimit) // "3 shares" says its kind
+					if k != Shares {
+						lends += " of " + k.String()
+					}
 					c.add(RuleLendingOverNominal, append(path, "lendingLimit"),
-						"queue %q lends %s of %s but owns only %s", n,
-						FormatAmount(k, *quota.LendingLimit), k, FormatAmount(k, quota.Nominal))
+						"queue %q lends %s but owns only %s", n, lends, FormatAmount(k, quota.Nominal))
 				}
 			}
 		}
