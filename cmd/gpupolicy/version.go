@@ -84,6 +84,12 @@ func versionInfo() (*versionReport, error) {
 			name = "Kueue"
 		case strings.Contains(s.Module, "argo-workflows"):
 			name = "Argo Workflows"
+		case strings.Contains(s.Module, "fluxcd/source-controller"):
+			name = "Flux source-controller"
+		case strings.Contains(s.Module, "fluxcd/kustomize-controller"):
+			name = "Flux kustomize-controller"
+		case strings.Contains(s.Module, "argoproj/argo-cd"):
+			name = "Argo CD"
 		}
 		r.Targets = append(r.Targets, versionTarget{Name: name, Module: s.Module, Version: s.Version})
 	}
