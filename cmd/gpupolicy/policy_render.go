@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -62,6 +63,9 @@ Exit 0 when written, 2 on a problem in the policy or its render.`,
   kubectl kustomize out/lab             # the render is a kustomize base`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("out") && out == "" {
+				return usageError{errors.New(`--out "" names no directory: give one, or leave --out out for out/<policy name>`)}
+			}
 			dir := policyDirArg(args)
 			p, err := policy.Load(dir)
 			if err != nil {

@@ -93,8 +93,9 @@ func ReplaceDir(dir string, files map[string][]byte) error {
 // bytes (fewer when the file is shorter, none when it cannot be read; valid
 // only during the call). An error from check refuses the replace: it is
 // returned as it is, before the new directory is made, and dir is
-// untouched. Each previous file is opened and read once, for check and for
-// linkUnchanged alike.
+// untouched; when check refuses several entries, their errors are joined
+// (errors.Join), in directory order. Each previous file is opened and read
+// once, for check and for linkUnchanged alike.
 func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check func(name string, typ fs.FileMode, head []byte) error) error {
 	if dir == "" {
 		return errors.New("no directory")
@@ -232,7 +233,8 @@ func scanPrevious(prev *dirHandle, files map[string][]byte, headLen int, check f
 		headLen = 0
 	}
 	unchanged := map[string]fileID{}
-	var buf []byte // reused: the largest file read so far
+	var refused []error // every entry check refuses, not only the first
+	var buf []byte      // reused: the largest file read so far
 	for _, e := range entries {
 		name, typ := e.Name(), e.Type()
 		want, inNew := files[name]
@@ -247,9 +249,15 @@ func scanPrevious(prev *dirHandle, files map[string][]byte, headLen int, check f
 		}
 		if check != nil {
 			if err := check(name, typ, head); err != nil {
-				return nil, 0, err
+				refused = append(refused, err)
 			}
 		}
+	}
+	if len(refused) == 1 {
+		return nil, 0, refused[0] // as check gave it
+	}
+	if len(refused) > 1 {
+		return nil, 0, errors.Join(refused...)
 	}
 	return unchanged, len(entries), nil
 }

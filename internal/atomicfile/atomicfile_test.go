@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -654,4 +655,41 @@ func TestReplaceDirChecked(t *testing.T) {
 		t.Errorf("after the replace: %v", got)
 	}
 	only(t, parent, "lab")
+}
+
+// TestReplaceDirCheckedRefusesEvery: every entry check refuses is in the
+// error (joined, in directory order), not only the first, and the folder
+// is left as it was.
+func TestReplaceDirCheckedRefusesEvery(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lab")
+	if err := ReplaceDir(dir, map[string][]byte{"a.yaml": []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"notes.txt", "sub.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refusals := map[string]error{}
+	err := ReplaceDirChecked(dir, map[string][]byte{"a.yaml": []byte("b")}, 0, func(name string, typ fs.FileMode, head []byte) error {
+		if strings.HasSuffix(name, ".txt") {
+			refusals[name] = fmt.Errorf("holds %s", name)
+			return refusals[name]
+		}
+		return nil
+	})
+	if len(refusals) != 2 {
+		t.Fatalf("check refused %v", refusals)
+	}
+	for n, r := range refusals {
+		if !errors.Is(err, r) {
+			t.Errorf("the error %v lacks the refusal of %s", err, n)
+		}
+	}
+	if err == nil || err.Error() != "holds notes.txt\nholds sub.txt" {
+		t.Errorf("error %q", err)
+	}
+	if got := readDir(t, dir); got["a.yaml"] != "a" || len(got) != 3 {
+		t.Errorf("the folder changed: %v", got)
+	}
 }
