@@ -11,6 +11,8 @@ import (
 var (
 	RulePinDrift = finding.Register(finding.Rule{ID: "pin-drift", Verb: finding.Drift, Severity: finding.Warning,
 		Reason: "the cluster syncs the render at its pin, not at HEAD: a difference is policy merged but not deployed (the stale pin that dropped every GPU-memory declaration)"})
+	RuleRenderStale = finding.Register(finding.Rule{ID: "render-stale", Verb: finding.Drift, Severity: finding.Warning,
+		Reason: "HEAD's deploy/ENV is what HEAD's policy renders: drift compares committed renders, so a policy change committed without its render shows no drift until it is rendered"})
 )
 
 // Findings are the differences as findings of a rule, one per difference,

@@ -113,8 +113,32 @@ type Report struct {
 	// commit of another branch).
 	PinIsAncestor bool         `json:"pinIsAncestor"`
 	Differences   []Difference `json:"differences"`
-	// Findings are the differences as findings of rule pin-drift.
+	// StaleRender, when set, says that HEAD's committed render is not what
+	// HEAD's policy renders (checkRender).
+	StaleRender *StaleRender `json:"staleRender,omitempty"`
+	// Findings are the differences as findings of rule pin-drift, and
+	// StaleRender as one of rule render-stale.
 	Findings []finding.Finding `json:"findings"`
+}
+
+// StaleRender is HEAD's committed render against HEAD's policy rendered
+// through the overlay: how many differences in how many objects, the first
+// of them ("LimitRange/experiments/gpu-memory-default spec.limits[0]..."),
+// or why the policy did not render.
+type StaleRender struct {
+	Differences int    `json:"differences"`
+	Objects     int    `json:"objects"`
+	First       string `json:"first,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// line is the sentence text, markdown and the finding say.
+func (s *StaleRender) line(env, committed string) string {
+	if s.Error != "" {
+		return fmt.Sprintf("HEAD's policy does not render (%s), so %s cannot be checked against it", s.Error, committed)
+	}
+	return fmt.Sprintf("%s is not what HEAD's policy renders (%s in %s, first %s): this report compares committed renders; commit the render with gpupolicy render --env %s --commit",
+		committed, plural(s.Differences, "difference", "differences"), plural(s.Objects, "object", "objects"), s.First, env)
 }
 
 // Drifted reports whether the renders differ.
@@ -204,7 +228,36 @@ func Git(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	r.Findings = Findings(RulePinDrift, r.Differences, sides)
+	if hs.Committed() && o.RenderAt != nil {
+		r.StaleRender = checkRender(head.Hash, to, o.RenderAt)
+		if r.StaleRender != nil {
+			r.Findings = append(r.Findings, RuleRenderStale.New(r.StaleRender.line(o.Env, hs.Source())))
+		}
+	}
 	return r, nil
+}
+
+// checkRender compares HEAD's committed render with HEAD's policy rendered
+// through the overlay (what render --env ENV --check compares in a
+// checkout, here from git objects): nil when they agree.
+func checkRender(head string, committed Set, render RenderAtFunc) *StaleRender {
+	files, _, err := render(head)
+	if err != nil {
+		return &StaleRender{Error: err.Error()}
+	}
+	rendered, err := Parse(files)
+	if err != nil {
+		return &StaleRender{Error: err.Error()}
+	}
+	ds := Compare(committed, rendered)
+	if len(ds) == 0 {
+		return nil
+	}
+	first := ds[0].Object()
+	if ds[0].Path != "" {
+		first += " " + ds[0].Path
+	}
+	return &StaleRender{Differences: len(ds), Objects: CountObjects(ds), First: first}
 }
 
 // inputs matches the paths whose changes change what the environment

@@ -65,6 +65,9 @@ func (r *Report) Text(w io.Writer) error {
 	fmt.Fprintf(w, "environment %s: %s\n", r.Environment, r.behindLine())
 	fmt.Fprintf(w, "  pin:  %s\n        from %s\n", r.Pin.Commit, r.Pin.Source)
 	fmt.Fprintf(w, "  HEAD: %s\n        from %s\n", r.Head.Commit, r.Head.Source)
+	if r.StaleRender != nil {
+		fmt.Fprintf(w, "warning: %s\n", r.StaleRender.line(r.Environment, r.Head.Source))
+	}
 	if !r.Drifted() {
 		fmt.Fprintf(w, "no drift: the render at the pin matches HEAD\n")
 		return nil
@@ -145,6 +148,9 @@ func (r *Report) Markdown(w io.Writer) error {
 	fmt.Fprintf(w, "Pin `%s` (%s) against HEAD `%s` (%s): %s.\n\n",
 		r.Pin.Commit.Short(), mdEscape(r.Pin.Commit.Subject), r.Head.Commit.Short(), mdEscape(r.Head.Commit.Subject), r.behindLine())
 	fmt.Fprintf(w, "- pin: %s\n- HEAD: %s\n\n", r.Pin.Source, r.Head.Source)
+	if r.StaleRender != nil {
+		fmt.Fprintf(w, "**Warning**: %s.\n\n", mdEscape(r.StaleRender.line(r.Environment, r.Head.Source)))
+	}
 	if !r.Drifted() {
 		fmt.Fprintf(w, "**No drift**: the render at the pin matches HEAD.\n")
 		return nil

@@ -33,7 +33,9 @@ declares.
 
 The render at a commit is deploy/ENV as committed there; a commit without
 deploy/ENV has its policy rendered from its own git tree through the
-environment's overlay.
+environment's overlay. When HEAD's deploy/ENV is not what HEAD's policy
+renders (a policy change committed without its render), drift says so as a
+warning (render-stale): that change is no drift until it is rendered.
 
 With --live it also reads the environment's cluster (read-only: get, list
 and watch are all it needs) and compares it with the render at the pin:
@@ -97,7 +99,7 @@ commit, a render that fails, a cluster that cannot be read).`,
 				return runLiveDrift(cmd, t, r, cf, o.Format())
 			}
 			if output.IsCI(o.Format()) {
-				err = writeCI(cmd, o.Format(), ciRun("drift", []finding.Rule{drift.RulePinDrift}, r.Findings))
+				err = writeCI(cmd, o.Format(), ciRun("drift", []finding.Rule{drift.RulePinDrift, drift.RuleRenderStale}, r.Findings))
 			} else {
 				err = r.Write(cmd.OutOrStdout(), o.Format())
 			}
