@@ -76,7 +76,7 @@ func TestGoldenLab(t *testing.T) {
 	r := renderLab(t)
 	dir := filepath.Join("testdata", "golden", "lab")
 	if *update {
-		if err := Write(dir, r.Files); err != nil {
+		if _, err := Write(dir, r.Files); err != nil {
 			t.Fatal(err)
 		}
 		return

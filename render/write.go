@@ -22,18 +22,20 @@ import (
 // render, Write refuses to replace one that holds anything but .yaml files
 // that gpupolicy generated (they start with GeneratedPrefix): checkPrevious
 // is asked about each entry while ReplaceDirChecked reads the previous
-// render, once, for the files it links unchanged.
-func Write(dir string, files map[string][]byte) error {
+// render, once, for the files it links unchanged. written is false when dir
+// already held exactly files and was left as it was.
+func Write(dir string, files map[string][]byte) (written bool, err error) {
 	if dir == "" {
-		return errors.New("render: no output directory")
+		return false, errors.New("render: no output directory")
 	}
 	dir = filepath.Clean(dir)
-	if err := atomicfile.ReplaceDirChecked(dir, files, len(GeneratedPrefix), func(name string, typ fs.FileMode, head []byte) error {
+	written, err = atomicfile.ReplaceDirChecked(dir, files, len(GeneratedPrefix), func(name string, typ fs.FileMode, head []byte) error {
 		return checkPrevious(dir, name, typ, head)
-	}); err != nil {
-		return fmt.Errorf("render: %w", err)
+	})
+	if err != nil {
+		return false, fmt.Errorf("render: %w", err)
 	}
-	return nil
+	return written, nil
 }
 
 // checkPrevious fails unless the entry name of dir, of type typ and

@@ -61,13 +61,13 @@ var (
 func TestWriteCreatesAndReplaces(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "lab")
-	if err := Write(dir, oldRender); err != nil {
+	if _, err := Write(dir, oldRender); err != nil {
 		t.Fatal(err)
 	}
 	if got := readDir(t, dir); names(got) != "a.yaml,stale.yaml" || got["a.yaml"] != "old a\n" {
 		t.Fatalf("first write: %v", got)
 	}
-	if err := Write(dir, newRender); err != nil {
+	if _, err := Write(dir, newRender); err != nil {
 		t.Fatal(err)
 	}
 	got := readDir(t, dir)
@@ -83,7 +83,7 @@ func TestWriteCreatesAndReplaces(t *testing.T) {
 
 func TestWriteCreatesParents(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out", "lab")
-	if err := Write(dir, newRender); err != nil {
+	if _, err := Write(dir, newRender); err != nil {
 		t.Fatal(err)
 	}
 	if got := readDir(t, dir); len(got) != 3 {
@@ -110,10 +110,10 @@ func TestWriteRemovesStaleTemporaries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := Write(filepath.Join(parent, "lab"), newRender); err != nil {
+	if _, err := Write(filepath.Join(parent, "lab"), newRender); err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(filepath.Join(parent, "out"), newRender); err != nil {
+	if _, err := Write(filepath.Join(parent, "out"), newRender); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := os.ReadDir(parent)
@@ -144,7 +144,7 @@ func TestWriteRefusesHandWrittenYAML(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "important.yaml"), mine, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := Write(dir, newRender)
+	_, err := Write(dir, newRender)
 	if err == nil || !strings.Contains(err.Error(), "important.yaml, which gpupolicy did not generate") {
 		t.Fatalf("Write = %v, want a refusal naming important.yaml", err)
 	}
@@ -172,13 +172,13 @@ func TestWriteRefusesWhatRenderDidNotWrite(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			parent := t.TempDir()
 			dir := filepath.Join(parent, "lab")
-			if err := Write(dir, oldRender); err != nil {
+			if _, err := Write(dir, oldRender); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.make(dir); err != nil {
 				t.Fatal(err)
 			}
-			err := Write(dir, newRender)
+			_, err := Write(dir, newRender)
 			if err == nil || !strings.HasPrefix(err.Error(), "render: "+dir+" "+c.msg) || !strings.HasSuffix(err.Error(), "; refusing to replace the directory") {
 				t.Fatalf("Write = %v, want a refusal: %s", err, c.msg)
 			}
@@ -194,7 +194,7 @@ func TestWriteRefusesWhatRenderDidNotWrite(t *testing.T) {
 // from the previous render) and writes the others.
 func TestWriteKeepsUnchangedFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "lab")
-	if err := Write(dir, newRender); err != nil {
+	if _, err := Write(dir, newRender); err != nil {
 		t.Fatal(err)
 	}
 	stat := func(name string) os.FileInfo {
@@ -206,7 +206,7 @@ func TestWriteKeepsUnchangedFiles(t *testing.T) {
 	}
 	a, b := stat("a.yaml"), stat("b.yaml")
 	next := map[string][]byte{"a.yaml": newRender["a.yaml"], "b.yaml": gen("new B")}
-	if err := Write(dir, next); err != nil {
+	if _, err := Write(dir, next); err != nil {
 		t.Fatal(err)
 	}
 	if !os.SameFile(a, stat("a.yaml")) {

@@ -82,8 +82,13 @@ Exit 0 when written, 2 on a problem in the policy or its render.`,
 			if dest == "" {
 				dest = filepath.Join("out", p.Name)
 			}
-			if err := render.Write(dest, res.Files); err != nil {
+			written, err := render.Write(dest, res.Files)
+			if err != nil {
 				return err
+			}
+			if !written {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is up to date: %d objects: %s\n", dest, len(res.Objects), renderKindCounts(res.Objects))
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %d objects to %s: %s\n", len(res.Objects), dest, renderKindCounts(res.Objects))
 			return nil

@@ -140,10 +140,11 @@ func write(dir string, files map[string]string) error {
 	for name, content := range files {
 		b[name] = []byte(content)
 	}
-	return atomicfile.ReplaceDirChecked(dir, b, len(header), func(name string, typ fs.FileMode, head []byte) error {
+	_, err := atomicfile.ReplaceDirChecked(dir, b, len(header), func(name string, typ fs.FileMode, head []byte) error {
 		if !typ.IsRegular() || string(head) != header {
 			return fmt.Errorf("refusing to replace %s: %s was not written by genpolicy (move it, or choose another -out)", dir, filepath.Join(dir, name))
 		}
 		return nil
 	})
+	return err
 }

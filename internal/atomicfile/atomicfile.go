@@ -84,7 +84,8 @@ func writeSynced(f *os.File, data []byte, perm os.FileMode) error {
 // linked, and nothing else, in mode 0755, is left as it is, only synced:
 // a re-render that changed nothing writes nothing.
 func ReplaceDir(dir string, files map[string][]byte) error {
-	return ReplaceDirChecked(dir, files, 0, nil)
+	_, err := ReplaceDirChecked(dir, files, 0, nil)
+	return err
 }
 
 // ReplaceDirChecked is ReplaceDir that first asks check about every entry
@@ -95,16 +96,18 @@ func ReplaceDir(dir string, files map[string][]byte) error {
 // returned as it is, before the new directory is made, and dir is
 // untouched; when check refuses several entries, their errors are joined
 // (errors.Join), in directory order. Each previous file is opened and read
-// once, for check and for linkUnchanged alike.
-func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check func(name string, typ fs.FileMode, head []byte) error) error {
+// once, for check and for linkUnchanged alike. replaced is false when dir
+// already held exactly files and was left as it was (ReplaceDir), or on an
+// error.
+func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check func(name string, typ fs.FileMode, head []byte) error) (replaced bool, err error) {
 	if dir == "" {
-		return errors.New("no directory")
+		return false, errors.New("no directory")
 	}
 	dir = filepath.Clean(dir)
 	names := make([]string, 0, len(files))
 	for name := range files {
 		if name == "" || name == "." || name == ".." || name != filepath.Base(name) || strings.ContainsAny(name, `/\`) {
-			return fmt.Errorf("%q is not a plain file name", name)
+			return false, fmt.Errorf("%q is not a plain file name", name)
 		}
 		names = append(names, name)
 	}
@@ -114,12 +117,12 @@ func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check f
 	exists := err == nil
 	switch {
 	case err != nil && !os.IsNotExist(err):
-		return err
+		return false, err
 	case exists && info.Mode()&fs.ModeSymlink != 0:
 		// Replacing it would put a directory in the link's place.
-		return fmt.Errorf("%s is a symbolic link: give the directory itself", dir)
+		return false, fmt.Errorf("%s is a symbolic link: give the directory itself", dir)
 	case exists && !info.IsDir():
-		return fmt.Errorf("%s exists and is not a directory", dir)
+		return false, fmt.Errorf("%s exists and is not a directory", dir)
 	}
 	// The previous files worth linking, each read once (and checked)
 	// before anything is written.
@@ -128,19 +131,19 @@ func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check f
 	var entries int
 	if exists {
 		if prev, err = openDir(dir); err != nil {
-			return err
+			return false, err
 		}
 		defer prev.Close()
 		if unchanged, entries, err = scanPrevious(prev, files, headLen, check); err != nil {
-			return err
+			return false, err
 		}
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
+		return false, err
 	}
 	if err := RemoveStale(dir); err != nil {
-		return err
+		return false, err
 	}
 	if exists && info.Mode().Perm() == 0o755 && entries == len(names) && len(unchanged) == len(names) {
 		// dir already holds exactly files, each of mode 0644 with no
@@ -148,26 +151,26 @@ func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check f
 		// that changed nothing writes nothing). Synced as a replace would
 		// be, in case what wrote it was not.
 		if err := syncWritten(prev.File, names); err != nil {
-			return fmt.Errorf("syncing %s: %w", dir, err)
+			return false, fmt.Errorf("syncing %s: %w", dir, err)
 		}
-		return nil
+		return false, nil
 	}
 	tmp, err := os.MkdirTemp(parent, tempPrefix(dir))
 	if err != nil {
-		return err
+		return false, err
 	}
 	// After a swap tmp holds the previous directory; after a failure, the
 	// partial new one. Either way it goes.
 	defer os.RemoveAll(tmp)
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
+		return false, err
 	}
 	// Opened before the first file is written, so that the sync reports a
 	// write-back error of any of them (syncfs reports the errors since the
 	// descriptor was opened); the files are made relative to it.
 	d, err := openDir(tmp)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer d.Close()
 	for _, name := range names {
@@ -175,11 +178,11 @@ func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check f
 			continue
 		}
 		if err := writeFile(d, name, files[name]); err != nil {
-			return fmt.Errorf("writing %s: %w", name, err)
+			return false, fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
 	if err := syncWritten(d.File, names); err != nil {
-		return fmt.Errorf("syncing %s: %w", tmp, err)
+		return false, fmt.Errorf("syncing %s: %w", tmp, err)
 	}
 	if exists {
 		err = swap(tmp, dir)
@@ -187,15 +190,15 @@ func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check f
 		err = rename(tmp, dir)
 	}
 	if err != nil {
-		return fmt.Errorf("replacing %s: %w", dir, err)
+		return false, fmt.Errorf("replacing %s: %w", dir, err)
 	}
 	if err := syncDir(parent); err != nil {
-		return err
+		return false, err
 	}
 	if err := removeTree(tmp); err != nil {
-		return fmt.Errorf("wrote %s, but could not remove the previous content in %s: %w", dir, tmp, err)
+		return false, fmt.Errorf("wrote %s, but could not remove the previous content in %s: %w", dir, tmp, err)
 	}
-	return nil
+	return true, nil
 }
 
 // removeTree is os.RemoveAll of a tree this package replaced or left, which

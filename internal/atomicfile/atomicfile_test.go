@@ -499,8 +499,12 @@ func TestReplaceDirUnchangedWritesNothing(t *testing.T) {
 			syncs := 0
 			syncWritten = func(d *os.File, names []string) error { syncs++; return syncDirFiles(d, names) }
 			defer restoreHooks()
-			if err := ReplaceDir(dir, next); err != nil {
+			replaced, err := ReplaceDirChecked(dir, next, 0, nil)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if replaced != (change != nil) {
+				t.Errorf("replaced %v, want %v", replaced, change != nil)
 			}
 			after, err := os.Lstat(dir)
 			if err != nil {
@@ -630,7 +634,7 @@ func TestReplaceDirChecked(t *testing.T) {
 	}
 	// With notes.txt refused, check may stop there; ask again without the
 	// refusal to see every entry.
-	err := ReplaceDirChecked(dir, newDir, len("# generated"), check)
+	_, err := ReplaceDirChecked(dir, newDir, len("# generated"), check)
 	if !errors.Is(err, refused) || err != refused {
 		t.Fatalf("ReplaceDirChecked = %v, want the check's own error", err)
 	}
@@ -644,7 +648,7 @@ func TestReplaceDirChecked(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "notes.txt")); err != nil {
 		t.Fatal(err)
 	}
-	if err := ReplaceDirChecked(dir, newDir, len("# generated"), check); err != nil {
+	if _, err := ReplaceDirChecked(dir, newDir, len("# generated"), check); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]seen{"a.yaml": {0, "# generated"}, "short.yaml": {0, "# gen"}, "sub": {os.ModeDir, ""}}
@@ -671,7 +675,7 @@ func TestReplaceDirCheckedRefusesEvery(t *testing.T) {
 		}
 	}
 	refusals := map[string]error{}
-	err := ReplaceDirChecked(dir, map[string][]byte{"a.yaml": []byte("b")}, 0, func(name string, typ fs.FileMode, head []byte) error {
+	_, err := ReplaceDirChecked(dir, map[string][]byte{"a.yaml": []byte("b")}, 0, func(name string, typ fs.FileMode, head []byte) error {
 		if strings.HasSuffix(name, ".txt") {
 			refusals[name] = fmt.Errorf("holds %s", name)
 			return refusals[name]

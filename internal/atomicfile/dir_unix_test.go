@@ -28,10 +28,11 @@ func TestReplaceDirPreviousSpecialFiles(t *testing.T) {
 	got := map[string]seen{}
 	done := make(chan error, 1)
 	go func() {
-		done <- ReplaceDirChecked(dir, newDir, 8, func(name string, typ os.FileMode, head []byte) error {
+		_, err := ReplaceDirChecked(dir, newDir, 8, func(name string, typ os.FileMode, head []byte) error {
 			got[name] = seen{typ, string(head)}
 			return nil
 		})
+		done <- err
 	}()
 	select {
 	case err := <-done:

@@ -89,7 +89,7 @@ func (w *Workspace) RenderAt(commit string) (map[string][]byte, string, error) {
 // and environments/ENV/gitops with the engine objects for the current pin
 // (WriteGitOps).
 func (w *Workspace) WriteDeploy(files map[string][]byte) error {
-	if err := render.Write(w.abs(w.Env.DeployDir()), files); err != nil {
+	if _, err := render.Write(w.abs(w.Env.DeployDir()), files); err != nil {
 		return err
 	}
 	_, err := w.WriteGitOps()
@@ -107,7 +107,8 @@ func (w *Workspace) WriteGitOps() (map[string][]byte, error) {
 	}
 	dir := w.abs(w.Env.GitOpsDir())
 	if len(files) > 0 {
-		return files, render.Write(dir, files)
+		_, err := render.Write(dir, files)
+		return files, err
 	}
 	entries, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
