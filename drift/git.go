@@ -162,6 +162,11 @@ type Options struct {
 	// MaxBlame bounds the commits read to find which one introduced each
 	// difference (0: 50; negative: do not look).
 	MaxBlame int
+	// CheckRender also renders HEAD's policy, when HEAD has a committed
+	// render, and reports StaleRender (checkRender): the cost of one render,
+	// paid by the drift command, not by the comparisons pin and the GitOps
+	// engine check make.
+	CheckRender bool
 }
 
 // ErrNoCommit wraps a revision that names no commit.
@@ -228,7 +233,7 @@ func Git(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	r.Findings = Findings(RulePinDrift, r.Differences, sides)
-	if hs.Committed() && o.RenderAt != nil {
+	if o.CheckRender && hs.Committed() && o.RenderAt != nil {
 		r.StaleRender = checkRender(head.Hash, to, o.RenderAt)
 		if r.StaleRender != nil {
 			r.Findings = append(r.Findings, RuleRenderStale.New(r.StaleRender.line(o.Env, hs.Source())))
@@ -238,8 +243,11 @@ func Git(ctx context.Context, o Options) (*Report, error) {
 }
 
 // checkRender compares HEAD's committed render with HEAD's policy rendered
-// through the overlay (what render --env ENV --check compares in a
-// checkout, here from git objects): nil when they agree.
+// through the overlay, from git objects, object by object as drift compares
+// renders: nil when they agree. render --env ENV --check, in a checkout,
+// compares the files byte for byte (and the GitOps folder), so it also
+// sees what no object holds, a comment or the kustomization.yaml; an
+// object difference here is always one there too.
 func checkRender(head string, committed Set, render RenderAtFunc) *StaleRender {
 	files, _, err := render(head)
 	if err != nil {

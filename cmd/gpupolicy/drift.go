@@ -86,7 +86,7 @@ commit, a render that fails, a cluster that cannot be read).`,
 			r, err := drift.Git(cmd.Context(), drift.Options{
 				Repo: t.Repo, Env: env, Pin: t.Env.Pin,
 				PolicyDir: t.Env.Policy, EnvDir: t.Env.Dir(),
-				RenderAt: t.RenderAt,
+				RenderAt: t.RenderAt, CheckRender: true,
 			})
 			if drift.IsUnknownRevision(err) {
 				return fmt.Errorf("environment %s: the pin in %s: %v\nmove it with gpupolicy pin --env %s [REV]",

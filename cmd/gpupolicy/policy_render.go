@@ -64,7 +64,7 @@ Exit 0 when written, 2 on a problem in the policy or its render.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("out") && out == "" {
-				return usageError{errors.New(`--out "" names no directory: give one, or leave --out out for out/<policy name>`)}
+				return usageError{errors.New(`--out "" names no directory: give one, or drop --out for out/<policy name>`)}
 			}
 			dir := policyDirArg(args)
 			p, err := policy.Load(dir)

@@ -141,7 +141,8 @@ func write(dir string, files map[string]string) error {
 		b[name] = []byte(content)
 	}
 	_, err := atomicfile.ReplaceDirChecked(dir, b, len(header), func(name string, typ fs.FileMode, head []byte) error {
-		if !typ.IsRegular() || string(head) != header {
+		// Its files, and those of genpolicy before it had a header.
+		if !typ.IsRegular() || string(head) != header && !strings.HasPrefix(string(head), "package bench\n") {
 			return fmt.Errorf("refusing to replace %s: %s was not written by genpolicy (move it, or choose another -out)", dir, filepath.Join(dir, name))
 		}
 		return nil

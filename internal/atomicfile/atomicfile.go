@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -95,7 +96,7 @@ func ReplaceDir(dir string, files map[string][]byte) error {
 // only during the call). An error from check refuses the replace: it is
 // returned as it is, before the new directory is made, and dir is
 // untouched; when check refuses several entries, their errors are joined
-// (errors.Join), in directory order. Each previous file is opened and read
+// (errors.Join), in name order, the first 20. Each previous file is opened and read
 // once, for check and for linkUnchanged alike. replaced is false when dir
 // already held exactly files and was left as it was (ReplaceDir), or on an
 // error.
@@ -161,7 +162,7 @@ func ReplaceDirChecked(dir string, files map[string][]byte, headLen int, check f
 	}
 	// After a swap tmp holds the previous directory; after a failure, the
 	// partial new one. Either way it goes.
-	defer os.RemoveAll(tmp)
+	defer removeTree(tmp)
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return false, err
 	}
@@ -213,13 +214,20 @@ func removeTree(path string) error {
 	filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			if info, ierr := d.Info(); ierr == nil {
-				os.Chmod(p, info.Mode().Perm()|0o700) // best effort: RemoveAll says what is left
+				// Never through a link swapped in since the walk read
+				// the folder (chmodDir does not follow one); best
+				// effort: RemoveAll says what is left.
+				chmodDir(p, info.Mode().Perm()|0o700)
 			}
 		}
 		return nil
 	})
 	return os.RemoveAll(path)
 }
+
+// maxRefused is how many refusals of check scanPrevious reports before it
+// stops reading (a --out of a home folder would list thousands).
+const maxRefused = 20
 
 // scanPrevious reads the directory prev that is being replaced, once: it
 // asks check (when not nil) about every entry, and returns the files that
@@ -232,13 +240,20 @@ func scanPrevious(prev *dirHandle, files map[string][]byte, headLen int, check f
 	if err != nil {
 		return nil, 0, err
 	}
+	// In name order, as os.ReadDir gives them: what check refuses is
+	// reported in an order that does not depend on the file system.
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	if check == nil {
 		headLen = 0
 	}
 	unchanged := map[string]fileID{}
-	var refused []error // every entry check refuses, not only the first
+	var refused []error // what check refuses, up to maxRefused
 	var buf []byte      // reused: the largest file read so far
 	for _, e := range entries {
+		if len(refused) == maxRefused {
+			refused = append(refused, fmt.Errorf("(and perhaps more: stopped after %d)", maxRefused))
+			break
+		}
 		name, typ := e.Name(), e.Type()
 		want, inNew := files[name]
 		var head []byte

@@ -696,4 +696,22 @@ func TestReplaceDirCheckedRefusesEvery(t *testing.T) {
 	if got := readDir(t, dir); got["a.yaml"] != "a" || len(got) != 3 {
 		t.Errorf("the folder changed: %v", got)
 	}
+
+	// A folder of many: the first maxRefused, in name order, and a word
+	// that there may be more.
+	for i := range 30 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("x%02d.txt", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = ReplaceDirChecked(dir, map[string][]byte{"a.yaml": []byte("b")}, 0, func(name string, typ fs.FileMode, head []byte) error {
+		if strings.HasSuffix(name, ".txt") {
+			return fmt.Errorf("holds %s", name)
+		}
+		return nil
+	})
+	lines := strings.Split(fmt.Sprint(err), "\n")
+	if len(lines) != maxRefused+1 || lines[0] != "holds notes.txt" || lines[2] != "holds x00.txt" || lines[maxRefused] != "(and perhaps more: stopped after 20)" {
+		t.Errorf("%d lines: %q", len(lines), lines)
+	}
 }

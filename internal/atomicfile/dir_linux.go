@@ -179,3 +179,16 @@ func ignoringEINTR(f func() error) error {
 		}
 	}
 }
+
+// chmodDir sets the mode of the directory at path, never through a
+// symbolic link (O_NOFOLLOW|O_DIRECTORY, then fchmod(2)).
+func chmodDir(path string, mode os.FileMode) error {
+	fd, err := retry(func() (int, error) {
+		return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fchmod(fd, uint32(mode.Perm()))
+}

@@ -4,6 +4,7 @@ package atomicfile
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -93,4 +94,18 @@ func (d *dirHandle) link(prev *dirHandle, name string, id fileID) bool {
 		return false
 	}
 	return true
+}
+
+// chmodDir sets the mode of the directory at path when it is one (Lstat:
+// not through a symbolic link; the O_NOFOLLOW open of the Linux version is
+// not portable).
+func chmodDir(path string, mode os.FileMode) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", path)
+	}
+	return os.Chmod(path, mode.Perm())
 }
