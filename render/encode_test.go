@@ -23,15 +23,22 @@ type policyObject struct {
 	u    map[string]any
 }
 
-// policiesObjects returns every object the policies in policies/ render
-// to (at least 20: the lab's and the department's).
-func policiesObjects(t *testing.T) []policyObject {
+// sizedPolicy is a policy of policies/ with its locks sized
+// (admission.SizeLocks), as render generates from it.
+type sizedPolicy struct {
+	dir   string
+	p     *policy.Policy
+	sizes []admission.LockSize
+}
+
+// sizedPolicies loads every policy in policies/ (at least one).
+func sizedPolicies(t *testing.T) []sizedPolicy {
 	t.Helper()
 	dirs, err := filepath.Glob(filepath.Join("..", "policies", "*"))
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no policies: %v", err)
 	}
-	var out []policyObject
+	var out []sizedPolicy
 	for _, dir := range dirs {
 		p, err := policy.Load(dir)
 		if err != nil {
@@ -41,6 +48,18 @@ func policiesObjects(t *testing.T) []policyObject {
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
+		out = append(out, sizedPolicy{dir, p, sizes})
+	}
+	return out
+}
+
+// policiesObjects returns every object the policies in policies/ render
+// to (at least 20: the lab's and the department's).
+func policiesObjects(t *testing.T) []policyObject {
+	t.Helper()
+	var out []policyObject
+	for _, sp := range sizedPolicies(t) {
+		dir, p, sizes := sp.dir, sp.p, sp.sizes
 		for _, o := range generate(p, sizes) {
 			u, err := toUnstructured(o.Obj)
 			if err != nil {
@@ -93,19 +112,8 @@ func TestToUnstructuredIsJSONRoundTrip(t *testing.T) {
 // same policy fields, as what render writes, and leaves only the
 // ValidatingAdmissionPolicies without their spec.
 func TestGenerateIdentities(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join("..", "policies", "*"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no policies: %v", err)
-	}
-	for _, dir := range dirs {
-		p, err := policy.Load(dir)
-		if err != nil {
-			t.Fatalf("%s: %v", dir, err)
-		}
-		p, sizes, err := admission.SizeLocks(p)
-		if err != nil {
-			t.Fatalf("%s: %v", dir, err)
-		}
+	for _, sp := range sizedPolicies(t) {
+		dir, p, sizes := sp.dir, sp.p, sp.sizes
 		full, ids := generateObjects(p, sizes, false), generateObjects(p, sizes, true)
 		if len(full) != len(ids) {
 			t.Fatalf("%s: %d objects, identities %d", dir, len(full), len(ids))
